@@ -1,0 +1,254 @@
+// Package des is fabemu's discrete-event engine: simulated time, a pending
+// event set with deterministic tie-breaking, and run-until. It knows nothing
+// about networks: an event is a time, a handler and two small integer
+// arguments plus one reference.
+//
+// Order is total and reproducible: events fire by time, and events at the
+// same time fire in the order they were scheduled. The engine is meant for
+// one goroutine; it never reads a clock.
+//
+// The hot path does not allocate: events live in a slab recycled through a
+// free list, and the priority queue is a 4-ary min-heap of 24-byte keys
+// that index the slab, so sifting moves small keys rather than whole events.
+package des
+
+import (
+	"fmt"
+	"math"
+)
+
+// Time is simulated time in picoseconds.
+type Time int64
+
+// Units of Time.
+const (
+	Picosecond  Time = 1
+	Nanosecond  Time = 1000
+	Microsecond Time = 1000 * Nanosecond
+	Millisecond Time = 1000 * Microsecond
+	Second      Time = 1000 * Millisecond
+	// Never is later than any event.
+	Never Time = math.MaxInt64
+)
+
+// Nanoseconds returns t in (possibly fractional) nanoseconds, for reports.
+func (t Time) Nanoseconds() float64 { return float64(t) / float64(Nanosecond) }
+
+// Seconds returns t in seconds, for reports.
+func (t Time) Seconds() float64 { return float64(t) / float64(Second) }
+
+// String formats t with the largest unit that keeps it readable, e.g.
+// "100ns", "1.5us", "2ms", "37ps".
+func (t Time) String() string {
+	if t == Never {
+		return "never"
+	}
+	neg := t < 0
+	u := t
+	if neg {
+		u = -t
+	}
+	var s string
+	switch {
+	case u == 0:
+		return "0s"
+	case u%Second == 0:
+		s = fmt.Sprintf("%ds", u/Second)
+	case u >= Millisecond:
+		s = trimFloat(float64(u)/float64(Millisecond)) + "ms"
+	case u >= Microsecond:
+		s = trimFloat(float64(u)/float64(Microsecond)) + "us"
+	case u >= Nanosecond:
+		s = trimFloat(float64(u)/float64(Nanosecond)) + "ns"
+	default:
+		s = fmt.Sprintf("%dps", int64(u))
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}
+
+func trimFloat(f float64) string {
+	s := fmt.Sprintf("%.6f", f)
+	for len(s) > 0 && s[len(s)-1] == '0' {
+		s = s[:len(s)-1]
+	}
+	if len(s) > 0 && s[len(s)-1] == '.' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// Handler receives the events scheduled for it.
+type Handler interface {
+	Handle(ev *Event)
+}
+
+// Event is one scheduled occurrence. Op and A are the handler's own
+// arguments (an event kind and, say, a port or virtual lane); Ref carries a
+// pointer (a packet). Storing a pointer in Ref does not allocate.
+type Event struct {
+	At  Time
+	H   Handler
+	Op  int32
+	A   int32
+	Ref any
+}
+
+type key struct {
+	at   Time
+	seq  uint64
+	slot int32
+}
+
+func (a key) less(b key) bool { return a.at < b.at || (a.at == b.at && a.seq < b.seq) }
+
+// Engine is the pending event set and the simulated clock.
+type Engine struct {
+	now     Time
+	seq     uint64
+	heap    []key
+	slab    []Event
+	free    []int32
+	fired   uint64
+	stopped bool
+}
+
+// New returns an engine at time zero.
+func New() *Engine {
+	return &Engine{heap: make([]key, 0, 1024), slab: make([]Event, 0, 1024)}
+}
+
+// Now returns the current simulated time: the time of the event being
+// handled, or of the last one handled.
+func (e *Engine) Now() Time { return e.now }
+
+// Pending returns the number of scheduled events not yet fired.
+func (e *Engine) Pending() int { return len(e.heap) }
+
+// Fired returns the number of events handled so far.
+func (e *Engine) Fired() uint64 { return e.fired }
+
+// Schedule arranges for h.Handle to be called at time at with the given
+// arguments. Scheduling in the past is a bug in the caller and panics, as
+// it would break causality silently otherwise.
+func (e *Engine) Schedule(at Time, h Handler, op, a int32, ref any) {
+	if at < e.now {
+		panic(fmt.Sprintf("des: event scheduled at %v, before now (%v)", at, e.now))
+	}
+	var slot int32
+	if n := len(e.free); n > 0 {
+		slot = e.free[n-1]
+		e.free = e.free[:n-1]
+	} else {
+		slot = int32(len(e.slab))
+		e.slab = append(e.slab, Event{})
+	}
+	e.slab[slot] = Event{At: at, H: h, Op: op, A: a, Ref: ref}
+	e.seq++
+	e.push(key{at: at, seq: e.seq, slot: slot})
+}
+
+// After schedules an event d after now.
+func (e *Engine) After(d Time, h Handler, op, a int32, ref any) {
+	e.Schedule(e.now+d, h, op, a, ref)
+}
+
+// NextAt returns the time of the earliest pending event, or Never.
+func (e *Engine) NextAt() Time {
+	if len(e.heap) == 0 {
+		return Never
+	}
+	return e.heap[0].at
+}
+
+// Step fires the earliest event. It returns false when none is pending.
+func (e *Engine) Step() bool {
+	if len(e.heap) == 0 {
+		return false
+	}
+	k := e.pop()
+	e.now = k.at
+	e.fired++
+	// The handler gets a pointer into the slab. If it schedules events and
+	// the slab grows, the pointer still refers to the old array, which stays
+	// alive while referenced; the slot is recycled only after the handler
+	// returns, so it cannot be overwritten underneath it.
+	ev := &e.slab[k.slot]
+	ev.H.Handle(ev)
+	e.slab[k.slot] = Event{} // drop references for the garbage collector
+	e.free = append(e.free, k.slot)
+	return true
+}
+
+// Stop makes the running RunUntil return after the current event.
+func (e *Engine) Stop() { e.stopped = true }
+
+// RunUntil fires every event with time <= until, in order, unless Stop is
+// called. The clock is left at until if the queue ran past it, so that
+// rates measured over [0, until] are exact. It returns the number of
+// events fired.
+func (e *Engine) RunUntil(until Time) uint64 {
+	start := e.fired
+	e.stopped = false
+	for len(e.heap) > 0 && e.heap[0].at <= until && !e.stopped {
+		e.Step()
+	}
+	if !e.stopped && until != Never && e.now < until {
+		e.now = until
+	}
+	return e.fired - start
+}
+
+// 4-ary heap on keys. Children of i are 4i+1..4i+4.
+
+func (e *Engine) push(k key) {
+	h := append(e.heap, k)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) >> 2
+		if !k.less(h[p]) {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	h[i] = k
+	e.heap = h
+}
+
+func (e *Engine) pop() key {
+	h := e.heap
+	top := h[0]
+	n := len(h) - 1
+	last := h[n]
+	h = h[:n]
+	if n > 0 {
+		i := 0
+		for {
+			c := 4*i + 1
+			if c >= n {
+				break
+			}
+			m := c
+			end := c + 4
+			if end > n {
+				end = n
+			}
+			for j := c + 1; j < end; j++ {
+				if h[j].less(h[m]) {
+					m = j
+				}
+			}
+			if !h[m].less(last) {
+				break
+			}
+			h[i] = h[m]
+			i = m
+		}
+		h[i] = last
+	}
+	e.heap = h
+	return top
+}
