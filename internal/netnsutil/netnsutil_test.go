@@ -1,0 +1,108 @@
+package netnsutil
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/fabemu/fabemu/internal/privtest"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+func TestCheckName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{{"fe-a", true}, {"", false}, {".", false}, {"..", false}, {"a/b", false}, {"a\x00", false}} {
+		if err := checkName(tc.name); (err == nil) != tc.ok {
+			t.Errorf("checkName(%q) = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+	if err := Create("a/b"); err == nil {
+		t.Error("Create accepted a name with a slash")
+	}
+	if err := Do("", func() error { return nil }); err == nil {
+		t.Error("Do accepted an empty name")
+	}
+}
+
+func TestCreateDoDelete(t *testing.T) {
+	privtest.Require(t, "network namespaces")
+	name := fmt.Sprintf("fe-nsu-%06x", rand.Uint32()&0xffffff)
+	if err := Create(name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if Exists(name) {
+			_ = Delete(name)
+		}
+	})
+	if !Exists(name) {
+		t.Fatalf("%s not visible after Create", Path(name))
+	}
+	if err := Create(name); err == nil {
+		t.Fatal("second Create with the same name succeeded")
+	}
+
+	// The test's own thread must still be in the original namespace.
+	runtime.LockOSThread()
+	here, err := netns.Get()
+	runtime.UnlockOSThread()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer here.Close()
+	target, err := netns.GetFromName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	if here.Equal(target) {
+		t.Fatal("the calling thread was left inside the new namespace")
+	}
+
+	var inside []string
+	err = Do(name, func() error {
+		cur, err := netns.Get()
+		if err != nil {
+			return err
+		}
+		defer cur.Close()
+		if !cur.Equal(target) {
+			return fmt.Errorf("Do ran fn outside %s", name)
+		}
+		links, err := netlink.LinkList()
+		for _, l := range links {
+			inside = append(inside, l.Attrs().Name)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inside) != 1 || inside[0] != "lo" {
+		t.Fatalf("links in a fresh namespace = %v, want [lo]", inside)
+	}
+
+	h, err := Handle(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links, err := h.LinkList()
+	h.Close()
+	if err != nil || len(links) != 1 {
+		t.Fatalf("Handle sees %d links (err %v), want 1", len(links), err)
+	}
+
+	if err := Delete(name); err != nil {
+		t.Fatal(err)
+	}
+	if Exists(name) {
+		t.Fatal("namespace still present after Delete")
+	}
+	if err := Do(name, func() error { return nil }); err == nil {
+		t.Fatal("Do into a deleted namespace succeeded")
+	}
+}
