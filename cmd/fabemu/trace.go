@@ -1,0 +1,311 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fabemu/fabemu/tracefmt"
+	"github.com/fabemu/fabemu/tracefmt/blockgen"
+)
+
+func init() { register(newTraceCmd) }
+
+// newTraceCmd builds "fabemu trace": inspect, convert and generate block
+// I/O traces.
+func newTraceCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "trace",
+		Short: "Inspect, convert and generate block-I/O traces",
+		Long: "Inspect, convert and generate block-I/O traces.\n\nFormats: srt (HP cello), msr (SNIA MSR Cambridge), " +
+			"spc, blkparse, fio (iolog v2/v3), disksim (ASCII), csv (fabemu's own). Compressed .gz/.bz2 input is " +
+			"read transparently; a directory or several SRT files are merged in time order.",
+	}
+	cmd.AddCommand(newTraceStatsCmd(), newTraceConvertCmd(), newTraceGenCmd())
+	return cmd
+}
+
+// readFlags are the reading options shared by stats and convert.
+type readFlags struct {
+	format     string
+	blkAction  string
+	spcBlock   int64
+	sortWindow int
+}
+
+func (f *readFlags) add(cmd *cobra.Command, formatFlag string) {
+	cmd.Flags().StringVar(&f.format, formatFlag, "auto", "input format: auto, srt, msr, spc, blkparse, fio, disksim, csv")
+	cmd.Flags().StringVar(&f.blkAction, "blkparse-action", "Q", "blkparse event that becomes a request: Q (queued) or D (issued)")
+	cmd.Flags().Int64Var(&f.spcBlock, "spc-block", 512, "bytes per SPC LBA")
+	cmd.Flags().IntVar(&f.sortWindow, "sort-window", 0, "sort arrivals within a window of this many records (0: keep file order)")
+}
+
+func (f *readFlags) open(paths []string) (tracefmt.Reader, error) {
+	format, err := tracefmt.ParseFormat(f.format)
+	if err != nil {
+		return nil, err
+	}
+	if f.blkAction != "Q" && f.blkAction != "D" {
+		return nil, fmt.Errorf("--blkparse-action must be Q or D, not %q", f.blkAction)
+	}
+	opts := tracefmt.Options{BlkparseAction: f.blkAction[0], SPCBlockSize: f.spcBlock, SortWindow: f.sortWindow}
+	return tracefmt.OpenFiles(paths, format, opts)
+}
+
+func newTraceStatsCmd() *cobra.Command {
+	var rf readFlags
+	var jsonOut string
+	cmd := &cobra.Command{
+		Use:   "stats FILE|DIR [FILE...]",
+		Short: "Summarise a trace: records, duration, rate, read fraction, sizes, devices, burstiness",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := rf.open(args)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			st, err := tracefmt.Summarize(r)
+			if err != nil {
+				return err
+			}
+			st.File = strings.Join(args, " ")
+			if jsonOut != "" {
+				return writeJSON(cmd.OutOrStdout(), jsonOut, st)
+			}
+			printStats(cmd.OutOrStdout(), st, r)
+			return nil
+		},
+	}
+	rf.add(cmd, "format")
+	cmd.Flags().StringVar(&jsonOut, "json", "", "write the summary as JSON to this file (- for stdout) instead of the table")
+	return cmd
+}
+
+func writeJSON(stdout io.Writer, path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if path == "-" {
+		_, err = stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+func printStats(w io.Writer, st *tracefmt.Stats, r tracefmt.Reader) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
+	p("file", "%s", st.File)
+	p("format", "%s", st.Format)
+	p("records", "%d", st.Records)
+	p("first arrival", "%.6f s", st.FirstArrivalS)
+	p("duration", "%.3f s (%s)", st.DurationS, time.Duration(st.DurationS*1e9).Round(time.Second))
+	p("request rate", "%.3f requests/s", st.RatePerS)
+	p("reads", "%d (%.1f%%)", st.Reads, 100*st.ReadFraction)
+	p("writes", "%d (%.1f%%)", st.Writes, 100*(1-st.ReadFraction))
+	p("synchronous", "%.1f%%", 100*st.SyncFraction)
+	p("bytes", "%d", st.TotalBytes)
+	p("mean size", "%.0f bytes", st.MeanSizeBytes)
+	approx := ""
+	if !st.SizesExact {
+		approx = " (approximate)"
+	}
+	p("size min/p50/p90/p99/max", "%d / %d / %d / %d / %d bytes%s", st.SizeMinBytes, st.SizeP50Bytes, st.SizeP90Bytes, st.SizeP99Bytes, st.SizeMaxBytes, approx)
+	var top []string
+	for _, s := range st.TopSizes {
+		top = append(top, fmt.Sprintf("%d B x%d", s.Bytes, s.Count))
+	}
+	p("common sizes", "%s", strings.Join(top, ", "))
+	p("inter-arrival mean", "%.6f s", st.InterarrivalMeanS)
+	p("inter-arrival CV", "%.2f (burstiness; 1 = Poisson)", st.InterarrivalCV)
+	if st.ServiceRecords > 0 {
+		p("traced service mean", "%.3f ms (%d records)", st.ServiceMeanS*1e3, st.ServiceRecords)
+	}
+	p("out of order", "%d records", st.OutOfOrder)
+	if s, o := tracefmt.SRTDropped(r); s+o > 0 {
+		p("SRT records dropped", "%d SuspectIO, %d other types", s, o)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "device\tname\trequests\treads\tbytes\t")
+	for _, d := range st.Devices {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t\n", d.ID, d.Name, d.Requests, d.Reads, d.Bytes)
+	}
+	tw.Flush()
+}
+
+func newTraceConvertCmd() *cobra.Command {
+	var rf readFlags
+	var to string
+	cmd := &cobra.Command{
+		Use:   "convert IN OUT --to FORMAT",
+		Short: "Convert a trace to another format (csv, disksim, srt, spc, fio); OUT ending in .gz is compressed",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if to == "" {
+				return errors.New("--to FORMAT is required (csv, disksim, srt, spc, fio)")
+			}
+			r, err := rf.open(args[:1])
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			w, err := tracefmt.Create(args[1], tracefmt.Format(to))
+			if err != nil {
+				return err
+			}
+			n, err := copyTrace(w, r)
+			if cerr := w.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d records to %s (%s)\n", n, args[1], to)
+			if o, ok := r.(tracefmt.OrderChecker); ok && o.Order().Inversions > 0 {
+				rep := o.Order()
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %d records out of arrival order (first at record %d, largest step back %v); try --sort-window\n",
+					rep.Inversions, rep.FirstRecord, rep.MaxBackstep)
+			}
+			return nil
+		},
+	}
+	rf.add(cmd, "from-format")
+	cmd.Flags().StringVar(&to, "to", "", "output format: csv, disksim, srt, spc, fio")
+	return cmd
+}
+
+func copyTrace(w tracefmt.Writer, r tracefmt.Reader) (int64, error) {
+	var n int64
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if err := w.Write(rec); err != nil {
+			return n, err
+		}
+		n++
+	}
+}
+
+func newTraceGenCmd() *cobra.Command {
+	var (
+		like, to, sizes string
+		records         int64
+		seed            uint64
+		p               blockgen.Profile
+	)
+	cmd := &cobra.Command{
+		Use:   "gen OUT --like cello99|cello92 --records N --seed S",
+		Short: "Generate a synthetic block trace from a profile of published statistics",
+		Long: "Generate a synthetic block trace: bursty ON/OFF arrivals, a 1/2/4/8 KiB size mix, a read fraction, " +
+			"sequential runs and Zipf skew across disks. --like picks a profile (see docs/traces.md for the " +
+			"citations); every knob flag overrides it. Output format from --to or the file name (.csv, .disksim, " +
+			".srt, .spc, .fio, optionally .gz). The same flags and seed give the same trace.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			base, err := blockgen.Like(like)
+			if err != nil {
+				return err
+			}
+			f := cmd.Flags()
+			set := func(name string, apply func()) {
+				if f.Changed(name) {
+					apply()
+				}
+			}
+			set("rate", func() { base.Rate = p.Rate })
+			set("read-fraction", func() { base.ReadFraction = p.ReadFraction })
+			set("disks", func() { base.Disks = p.Disks })
+			set("disk-skew", func() { base.DiskSkew = p.DiskSkew })
+			set("disk-bytes", func() { base.DiskBytes = p.DiskBytes })
+			set("burst-len", func() { base.BurstLen = p.BurstLen })
+			set("burst-gap", func() { base.BurstGap = p.BurstGap })
+			set("idle-cv", func() { base.IdleCV = p.IdleCV })
+			set("seq-read", func() { base.SeqRead = p.SeqRead })
+			set("seq-write", func() { base.SeqWrite = p.SeqWrite })
+			set("sync-read", func() { base.SyncRead = p.SyncRead })
+			set("sync-write", func() { base.SyncWrite = p.SyncWrite })
+			set("initiators", func() { base.Initiators = p.Initiators })
+			if sizes != "" {
+				if base.Sizes, err = blockgen.ParseSizes(sizes); err != nil {
+					return err
+				}
+			}
+			if records <= 0 {
+				return fmt.Errorf("--records must be positive")
+			}
+			format := tracefmt.Format(to)
+			if to == "" {
+				if format, err = formatFromName(args[0]); err != nil {
+					return err
+				}
+			}
+			g, err := blockgen.New(base, seed)
+			if err != nil {
+				return err
+			}
+			w, err := tracefmt.Create(args[0], format)
+			if err != nil {
+				return err
+			}
+			err = g.Write(w, records)
+			if cerr := w.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d %s-like records to %s (%s, seed %d)\n", records, base.Name, args[0], format, seed)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&like, "like", "cello99", "profile: "+strings.Join(blockgen.Profiles(), ", "))
+	fl.Int64Var(&records, "records", 100000, "number of requests")
+	fl.Uint64Var(&seed, "seed", 1, "random seed")
+	fl.StringVar(&to, "to", "", "output format: csv, disksim, srt, spc, fio (default: from the file name)")
+	fl.Float64Var(&p.Rate, "rate", 0, "mean request rate (requests/s)")
+	fl.Float64Var(&p.ReadFraction, "read-fraction", 0, "fraction of reads")
+	fl.IntVar(&p.Disks, "disks", 0, "number of disks")
+	fl.Float64Var(&p.DiskSkew, "disk-skew", 0, "Zipf exponent of disk popularity (0 = uniform)")
+	fl.Int64Var(&p.DiskBytes, "disk-bytes", 0, "capacity of each disk in bytes")
+	fl.Float64Var(&p.BurstLen, "burst-len", 0, "mean requests per ON burst")
+	fl.DurationVar(&p.BurstGap, "burst-gap", 0, "mean inter-arrival inside a burst")
+	fl.Float64Var(&p.IdleCV, "idle-cv", 0, "coefficient of variation of idle (OFF) gaps, >= 1")
+	fl.Float64Var(&p.SeqRead, "seq-read", 0, "probability that a read is sequential")
+	fl.Float64Var(&p.SeqWrite, "seq-write", 0, "probability that a write is sequential")
+	fl.Float64Var(&p.SyncRead, "sync-read", 0, "probability that a read is synchronous")
+	fl.Float64Var(&p.SyncWrite, "sync-write", 0, "probability that a write is synchronous")
+	fl.IntVar(&p.Initiators, "initiators", 0, "number of initiators (pids); each burst comes from one")
+	fl.StringVar(&sizes, "sizes", "", "size mix SIZE:WEIGHT,... e.g. 1k:0.1,2k:0.2,4k:0.1,8k:0.6")
+	return cmd
+}
+
+// formatFromName picks a writer format from a file name's extension.
+func formatFromName(path string) (tracefmt.Format, error) {
+	base := strings.TrimSuffix(path, ".gz")
+	switch ext := strings.TrimPrefix(filepath.Ext(base), "."); ext {
+	case "csv", "disksim", "srt", "spc", "fio":
+		return tracefmt.Format(ext), nil
+	case "ascii", "trace":
+		return tracefmt.DiskSim, nil
+	}
+	return "", fmt.Errorf("cannot tell the output format from %q; use --to", path)
+}
