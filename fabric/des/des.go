@@ -14,6 +14,8 @@ package des
 
 import (
 	"fmt"
+	"github.com/fabemu/fabemu/internal/units"
+	"gopkg.in/yaml.v3"
 	"math"
 )
 
@@ -251,4 +253,33 @@ func (e *Engine) pop() key {
 	}
 	e.heap = h
 	return top
+}
+
+// MarshalText writes t as a duration ("100ns", "1.5us"), so configs and
+// JSON summaries carry the unit.
+func (t Time) MarshalText() ([]byte, error) { return []byte(units.FormatPicos(int64(t))), nil }
+
+// UnmarshalText parses Go duration syntax extended with "ps" ("100ns",
+// "1.5us", "200µs", "10ps").
+func (t *Time) UnmarshalText(b []byte) error {
+	v, err := units.ParsePicos(string(b))
+	if err != nil {
+		return err
+	}
+	*t = Time(v)
+	return nil
+}
+
+// MarshalYAML writes t as a duration string.
+func (t Time) MarshalYAML() (any, error) { return units.FormatPicos(int64(t)), nil }
+
+// UnmarshalYAML parses a duration string.
+func (t *Time) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a duration such as 100ns", n.Line)
+	}
+	if err := t.UnmarshalText([]byte(n.Value)); err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	return nil
 }

@@ -1,0 +1,177 @@
+package fabric
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/fabric/route"
+)
+
+// DeadlockReport describes a fabric that stopped making progress with
+// packets inside: which buffers hold blocked packets and what each waits
+// for.
+type DeadlockReport struct {
+	At       des.Time
+	InFabric uint64
+	Blocked  []string
+}
+
+func (d *DeadlockReport) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "deadlock: no packet moved for the watchdog interval before %v with %d packets in the fabric; blocked heads:", d.At, d.InFabric)
+	for i, s := range d.Blocked {
+		if i == 20 {
+			fmt.Fprintf(&b, "\n  ... and %d more", len(d.Blocked)-20)
+			break
+		}
+		b.WriteString("\n  ")
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// InFabric returns the packets injected and not yet delivered.
+func (f *Fabric) InFabric() uint64 { return f.Stats.Injected - f.Stats.Delivered }
+
+// watchdog fires every DeadlockTimeout. If no packet moved since the last
+// one while packets are in the fabric, the run is stopped with a report
+// rather than left to hang.
+func (f *Fabric) watchdog() {
+	if f.progress == f.lastProgress && f.InFabric() > 0 {
+		f.Deadlock = f.deadlockReport()
+		f.eng.Stop()
+		return
+	}
+	f.lastProgress = f.progress
+	f.eng.After(f.cfg.DeadlockTimeout, f, opWatchdog, 0, nil)
+}
+
+func (f *Fabric) deadlockReport() *DeadlockReport {
+	r := &DeadlockReport{At: f.eng.Now(), InFabric: f.InFabric()}
+	var cands []route.Candidate
+	for s := range f.sw {
+		sw := &f.sw[s]
+		for pi, ii := range sw.in {
+			if ii < 0 {
+				continue
+			}
+			for v := range f.in[ii].lanes {
+				p := f.in[ii].lanes[v].q.head
+				if p == nil {
+					continue
+				}
+				cands = f.router.Candidates(s, pi, v, int(p.Dst), cands[:0])
+				var waits []string
+				for _, c := range cands {
+					o := &f.out[sw.out[c.Port]]
+					need := f.blocks(p.Size)
+					if f.cioq {
+						l := &o.lanes[c.VL]
+						waits = append(waits, fmt.Sprintf("s%d/p%d/vl%d (output buffer %d of %d blocks free, need %d)", s, c.Port, c.VL, l.cap-l.used, l.cap, need))
+					} else {
+						waits = append(waits, fmt.Sprintf("s%d/p%d/vl%d (%d credits, need %d)", s, c.Port, c.VL, o.credits[c.VL], need))
+					}
+				}
+				r.Blocked = append(r.Blocked, fmt.Sprintf("s%d in-port %d vl%d: packet %d (host %d -> host %d, %d bytes) waits for %s",
+					s, pi, v, p.ID, p.Src, p.Dst, p.Size, strings.Join(waits, " or ")))
+			}
+		}
+	}
+	return r
+}
+
+// Invariants reports the fabric's conservation laws at this instant.
+type Invariants struct {
+	CreditsNonNegative bool `json:"credits_non_negative"`
+	CreditsConserved   bool `json:"credits_conserved"`
+	BuffersWithinCap   bool `json:"buffers_within_capacity"`
+	// Violations names what failed, for test messages; empty when all hold.
+	Violations []string `json:"violations,omitempty"`
+}
+
+// OK reports whether every invariant holds.
+func (iv Invariants) OK() bool {
+	return iv.CreditsNonNegative && iv.CreditsConserved && iv.BuffersWithinCap
+}
+
+// CheckInvariants verifies, for every channel and lane, that the sender's
+// credits plus the blocks reserved or stored downstream plus the blocks
+// freed but not yet returned (waiting or travelling in credit packets)
+// equal the lane's capacity; that no credit count is negative; and that
+// no buffer holds more than its capacity.
+func (f *Fabric) CheckInvariants() Invariants {
+	iv := Invariants{CreditsNonNegative: true, CreditsConserved: true, BuffersWithinCap: true}
+	bad := func(flag *bool, format string, a ...any) {
+		*flag = false
+		if len(iv.Violations) < 20 {
+			iv.Violations = append(iv.Violations, fmt.Sprintf(format, a...))
+		}
+	}
+	for oi := range f.out {
+		o := &f.out[oi]
+		ip := &f.in[o.down]
+		for v := range o.credits {
+			l := &ip.lanes[v]
+			if o.credits[v] < 0 {
+				bad(&iv.CreditsNonNegative, "%s vl%d: %d credits", f.outName(int32(oi)), v, o.credits[v])
+			}
+			if sum := o.credits[v] + l.used + ip.pending[v] + ip.creditsInFlight[v]; sum != l.cap {
+				bad(&iv.CreditsConserved, "%s vl%d: credits %d + used %d + pending %d + in flight %d = %d, capacity %d",
+					f.outName(int32(oi)), v, o.credits[v], l.used, ip.pending[v], ip.creditsInFlight[v], sum, l.cap)
+			}
+			if l.used < 0 || l.used > l.cap {
+				bad(&iv.BuffersWithinCap, "input lane behind %s vl%d holds %d of %d blocks", f.outName(int32(oi)), v, l.used, l.cap)
+			}
+		}
+		for v := range o.lanes {
+			if l := &o.lanes[v]; l.used < 0 || l.used > l.cap {
+				bad(&iv.BuffersWithinCap, "output lane %s vl%d holds %d of %d blocks", f.outName(int32(oi)), v, l.used, l.cap)
+			}
+		}
+	}
+	return iv
+}
+
+func (f *Fabric) outName(oi int32) string {
+	o := &f.out[oi]
+	if o.host >= 0 {
+		return fmt.Sprintf("host %d injection link", o.host)
+	}
+	return fmt.Sprintf("s%d/p%d", o.sw, o.port)
+}
+
+// Occupancy returns the packets stored in switch buffers (input and
+// output), for conservation checks by the caller.
+func (f *Fabric) Occupancy() (stored int) {
+	for i := range f.in {
+		for v := range f.in[i].lanes {
+			stored += f.in[i].lanes[v].q.n
+		}
+	}
+	for o := range f.out {
+		for v := range f.out[o].lanes {
+			stored += f.out[o].lanes[v].q.n
+		}
+	}
+	return stored
+}
+
+// LinkUtilisation returns, for switch-to-switch and host links, the
+// fraction of time [0, now] the links were busy, as the mean over links.
+func (f *Fabric) LinkUtilisation() (mean, max float64) {
+	now := f.eng.Now()
+	if now == 0 {
+		return 0, 0
+	}
+	n := 0
+	for i := range f.out {
+		u := float64(f.out[i].busyTime) / float64(now)
+		mean += u
+		if u > max {
+			max = u
+		}
+		n++
+	}
+	return mean / float64(n), max
+}

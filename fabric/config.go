@@ -1,0 +1,120 @@
+package fabric
+
+import (
+	"fmt"
+
+	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/internal/units"
+)
+
+// Config is the physical fabric: links, switch buffers and timing. The
+// defaults are the InfiniBand subnet model of paper 004 §4.1.
+type Config struct {
+	LinkRate        units.BitRate `yaml:"link_rate" unit:"bit/s" doc:"signalling rate of every link (1X InfiniBand: 2.5Gbps)" paper:"004 §4.1"`
+	LineCoding      string        `yaml:"line_coding" doc:"line code: 8b10b (80% efficient), 64b66b or none" paper:"004 §4.1"`
+	LinkLength      float64       `yaml:"link_length_m" unit:"m" doc:"cable length" paper:"004 §4.1"`
+	PropagationPerM des.Time      `yaml:"propagation_per_m" unit:"time/m" doc:"propagation delay per metre of cable (copper: 5ns)" paper:"004 §4.1"`
+	RoutingDelay    des.Time      `yaml:"routing_delay" unit:"time" doc:"switch routing time: forwarding table, arbiter and crossbar set-up" paper:"004 §4.1"`
+	InputBuffer     units.Bytes   `yaml:"input_buffer" unit:"bytes" doc:"input buffer per switch port, shared out to the virtual lanes" paper:"004 §4.1"`
+	OutputBuffer    units.Bytes   `yaml:"output_buffer" unit:"bytes" doc:"output buffer per switch port (CIOQ); 0 means input-queued, crossbar feeding the link directly" paper:"004 §4.1"`
+	EscapeVLBuffer  units.Bytes   `yaml:"escape_vl_buffer" unit:"bytes" doc:"buffer of each escape lane in adaptive mode; 0 = one largest packet (paper: the escape queue holds one MTU packet, the adaptive queue the rest)" paper:"004 §4.1"`
+	NICBuffer       units.Bytes   `yaml:"nic_buffer" unit:"bytes" doc:"reception buffer of a NIC per virtual lane (it is drained at once, so it only has to cover the credit round trip)"`
+	CreditBlock     units.Bytes   `yaml:"credit_block" unit:"bytes" doc:"flow-control credit granularity (InfiniBand: 64 bytes)" paper:"004 §4.1"`
+	CreditPacket    units.Bytes   `yaml:"credit_packet" unit:"bytes" doc:"wire size of a flow-control (credit) packet; it shares the link with data"`
+	CrossbarSpeedup float64       `yaml:"crossbar_speedup" doc:"crossbar bandwidth per port as a multiple of the link's data rate"`
+	DeadlockTimeout des.Time      `yaml:"deadlock_timeout" unit:"time" doc:"stop with a report when no packet has moved for this long while packets are in the fabric"`
+}
+
+// DefaultConfig is the IBA model of paper 004 §4.1: 1X links (2.5 Gb/s,
+// 8b/10b), 20 m copper at 5 ns/m, 100 ns routing, 8 KB input and output
+// buffers, 64-byte credits.
+func DefaultConfig() Config {
+	return Config{
+		LinkRate:        2_500_000_000,
+		LineCoding:      "8b10b",
+		LinkLength:      20,
+		PropagationPerM: 5 * des.Nanosecond,
+		RoutingDelay:    100 * des.Nanosecond,
+		InputBuffer:     8 * 1024,
+		OutputBuffer:    8 * 1024,
+		NICBuffer:       8 * 1024,
+		CreditBlock:     64,
+		CreditPacket:    8,
+		CrossbarSpeedup: 1,
+		DeadlockTimeout: 1 * des.Millisecond,
+	}
+}
+
+// Efficiency returns the fraction of the signalling rate that carries data
+// under the line coding.
+func (c Config) Efficiency() (num, den int64, err error) {
+	switch c.LineCoding {
+	case "8b10b":
+		return 8, 10, nil
+	case "64b66b":
+		return 64, 66, nil
+	case "none", "":
+		return 1, 1, nil
+	}
+	return 0, 0, fmt.Errorf("line_coding %q: want 8b10b, 64b66b or none", c.LineCoding)
+}
+
+// DataRate returns the bits per second that carry packet bytes.
+func (c Config) DataRate() int64 {
+	n, d, _ := c.Efficiency()
+	return int64(c.LinkRate) * n / d
+}
+
+// SerializationTime returns how long bytes take on a link: bytes x 8 /
+// (rate x coding efficiency), rounded up to a picosecond.
+func (c Config) SerializationTime(bytes int) des.Time {
+	return serTime(int64(bytes), c.DataRate())
+}
+
+func serTime(bytes, bitsPerSecond int64) des.Time {
+	num := bytes * 8 * int64(des.Second)
+	return des.Time((num + bitsPerSecond - 1) / bitsPerSecond)
+}
+
+// PropagationDelay returns the time a bit takes to cross one cable.
+func (c Config) PropagationDelay() des.Time {
+	return des.Time(c.LinkLength*float64(c.PropagationPerM) + 0.5)
+}
+
+// Validate checks the configuration on its own.
+func (c Config) Validate() error {
+	if c.LinkRate <= 0 {
+		return fmt.Errorf("fabric.link_rate %v: must be positive", c.LinkRate)
+	}
+	if _, _, err := c.Efficiency(); err != nil {
+		return fmt.Errorf("fabric.%w", err)
+	}
+	if c.LinkLength < 0 {
+		return fmt.Errorf("fabric.link_length_m %g: must not be negative", c.LinkLength)
+	}
+	if c.PropagationPerM < 0 || c.RoutingDelay < 0 {
+		return fmt.Errorf("fabric: propagation_per_m and routing_delay must not be negative")
+	}
+	if c.CreditBlock <= 0 {
+		return fmt.Errorf("fabric.credit_block %v: must be positive", c.CreditBlock)
+	}
+	if c.InputBuffer <= 0 {
+		return fmt.Errorf("fabric.input_buffer %v: must be positive", c.InputBuffer)
+	}
+	if c.OutputBuffer < 0 || c.EscapeVLBuffer < 0 {
+		return fmt.Errorf("fabric: output_buffer and escape_vl_buffer must not be negative")
+	}
+	if c.NICBuffer <= 0 {
+		return fmt.Errorf("fabric.nic_buffer %v: must be positive", c.NICBuffer)
+	}
+	if c.CreditPacket <= 0 {
+		return fmt.Errorf("fabric.credit_packet %v: must be positive", c.CreditPacket)
+	}
+	if c.CrossbarSpeedup <= 0 {
+		return fmt.Errorf("fabric.crossbar_speedup %g: must be positive", c.CrossbarSpeedup)
+	}
+	if c.DeadlockTimeout <= 0 {
+		return fmt.Errorf("fabric.deadlock_timeout %v: must be positive", c.DeadlockTimeout)
+	}
+	return nil
+}

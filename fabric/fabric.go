@@ -1,0 +1,648 @@
+// Package fabric owns the switched network model: links with rate, line
+// coding and propagation; switches with per-virtual-lane input buffers,
+// optional output buffers (CIOQ), a routing delay and a crossbar;
+// credit-based flow control per lane in 64-byte blocks; packet-level
+// virtual cut-through; round-robin packet arbitration; and the runtime
+// deadlock watchdog. Hosts are Endpoints: the fabric pulls packets from
+// them when their injection link can send and hands packets to them when
+// their tail has arrived.
+//
+// The model is event driven at packet granularity. A packet's head may
+// leave a switch once it has been routed and granted, before its tail has
+// arrived; its tail leaves no earlier than its own tail arrived. A packet
+// is forwarded only when the whole packet fits in the downstream buffer
+// (virtual cut-through, paper 004 §4.1). Credits are returned upstream when
+// a packet's tail leaves an input buffer, in credit packets that share the
+// reverse link with data.
+package fabric
+
+import (
+	"fmt"
+
+	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/fabric/route"
+	"github.com/fabemu/fabemu/fabric/topo"
+)
+
+// Packet is one fabric packet. The fabric owns the routing fields; the
+// NIC owns the rest and may keep anything in Ref.
+type Packet struct {
+	ID      uint64
+	Src     int32 // source host
+	Dst     int32 // destination host
+	Size    int32 // bytes on the wire, headers included
+	Payload int32 // payload bytes (for accepted-traffic figures)
+	Kind    uint8 // NIC's own classification (data, ACK, NACK, ...)
+	Hops    int16 // switches traversed
+	VL      int8  // lane on the link the packet is on or about to take
+	Gen     des.Time
+	Inject  des.Time
+	Conn    int32
+	PSN     uint32
+	Seq     uint64 // per source-destination stream, for order checks
+	Ref     any
+
+	inVL   int8     // lane in the input buffer it sits in
+	tailAt des.Time // when its tail is (or will be) fully in the buffer it is in
+	next   *Packet
+}
+
+// Endpoint is the host side of the fabric: a NIC per host.
+type Endpoint interface {
+	// Peek returns the packet host h would inject next, or nil.
+	Peek(h int) *Packet
+	// Pop tells the NIC the fabric started sending the peeked packet.
+	Pop(h int, at des.Time)
+	// Deliver hands over a packet whose tail reached host h's NIC.
+	Deliver(h int, p *Packet, at des.Time)
+}
+
+// event kinds, in the low 4 bits of Event.Op; a lane in bits 4..7 and a
+// block count above.
+const (
+	opArrive   = iota // Ref: packet; A: in-port. Head routed (switch) or tail arrived (NIC).
+	opXbarDone        // A: in-port. The packet's tail has left the input buffer.
+	opLinkFree        // A: out-port. The link finished a transmission.
+	opCredit          // A: out-port. Credits arrived from downstream.
+	opWatchdog
+)
+
+func packOp(kind, vl, blocks int) int32 { return int32(kind | vl<<4 | blocks<<8) }
+func unpackOp(op int32) (kind, vl, blocks int) {
+	return int(op & 15), int(op>>4) & 15, int(op >> 8)
+}
+
+type fifo struct {
+	head, tail *Packet
+	n          int
+}
+
+func (q *fifo) push(p *Packet) {
+	p.next = nil
+	if q.tail == nil {
+		q.head = p
+	} else {
+		q.tail.next = p
+	}
+	q.tail = p
+	q.n++
+}
+
+func (q *fifo) pop() *Packet {
+	p := q.head
+	q.head = p.next
+	if q.head == nil {
+		q.tail = nil
+	}
+	p.next = nil
+	q.n--
+	return p
+}
+
+// lane is one virtual lane of a buffer: a FIFO and its block accounting.
+type lane struct {
+	q    fifo
+	used int32 // blocks reserved (in flight towards it or stored)
+	cap  int32
+	// cands caches the routing candidates of the head packet (input lanes).
+	cands    []route.Candidate
+	candsFor *Packet
+}
+
+// inPort is the receiving end of a channel.
+type inPort struct {
+	sw      int32 // owning switch, or -1 for a NIC
+	host    int32 // owning host, or -1
+	port    int32 // local port number
+	lanes   []lane
+	up      int32 // out-port that sends into this one
+	rev     int32 // out-port on the same cable going back (carries credits)
+	pending []int32
+	// creditsInFlight are blocks in credit packets sent but not arrived.
+	creditsInFlight []int32
+	xbarBusy        bool
+	xbarTo          int32 // out-port the crossbar transfer goes to
+	rrVL            int
+	queued          int // packets stored
+}
+
+// outPort is the sending end of a channel.
+type outPort struct {
+	sw      int32
+	host    int32
+	port    int32
+	down    int32   // in-port at the other end
+	credits []int32 // free blocks at the downstream lane
+	lanes   []lane  // output buffer (CIOQ switches only)
+	busy    bool    // link transmitting
+	xbar    bool    // crossbar transferring into this output
+	ctrl    uint32  // lanes of the reverse in-port with credits to return
+	rrVL    int
+	creditFor int32 // in-port whose credits this port's credit packets return
+	sentBytes int64
+	busyTime  des.Time
+}
+
+// Switch is one switch.
+type Switch struct {
+	ID  int
+	in  []int32 // global in-port per local port, -1 if unconnected
+	out []int32
+	rr  int
+}
+
+// Stats are fabric-wide counters.
+type Stats struct {
+	Injected       uint64 // packets that started on an injection link
+	Delivered      uint64 // packets whose tail reached a NIC
+	Grants         uint64 // crossbar grants
+	Transmissions  uint64 // data packets put on links
+	CreditPackets  uint64
+	CreditBytes    int64
+	EscapeGrants   uint64
+	AdaptiveGrants uint64
+}
+
+// Fabric is the instantiated network.
+type Fabric struct {
+	cfg     Config
+	eng     *des.Engine
+	topo    *topo.Topology
+	router  *route.Router
+	ep      Endpoint
+	in      []inPort
+	out     []outPort
+	sw      []Switch
+	hostIn  []int32
+	hostOut []int32
+
+	blockBytes int32
+	maxPacket  int32
+	prop       des.Time
+	dataRate   int64
+	xbarRate   int64
+	cioq       bool
+	nVL        int
+
+	pool   []*Packet
+	nextID uint64
+	Stats  Stats
+
+	// deadlock watchdog
+	progress     uint64
+	lastProgress uint64
+	Deadlock     *DeadlockReport
+
+	injCands []route.Candidate
+	room     roomer
+}
+
+// New instantiates the fabric for topology t with router r. maxPacket is
+// the largest wire size a packet can have (MTU plus headers); every lane
+// must hold at least one such packet, as virtual cut-through needs.
+func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPacket int, ep Endpoint) (*Fabric, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	f := &Fabric{cfg: cfg, eng: eng, topo: t, router: r, ep: ep,
+		blockBytes: int32(cfg.CreditBlock), maxPacket: int32(maxPacket),
+		prop: cfg.PropagationDelay(), dataRate: cfg.DataRate(),
+		cioq: cfg.OutputBuffer > 0, nVL: r.NumVLs()}
+	f.xbarRate = int64(float64(f.dataRate) * cfg.CrossbarSpeedup)
+	f.room.f = f
+	f.injCands = r.InjectionCandidates(nil)
+	maxBlocks := f.blocks(int32(maxPacket))
+	split := func(what string, total int64) ([]int32, error) {
+		caps := make([]int32, f.nVL)
+		totalBlocks := int32(total / int64(f.blockBytes))
+		esc, ad := r.EscapeVLs(), f.nVL-r.EscapeVLs()
+		if ad == 0 {
+			for v := range caps {
+				caps[v] = totalBlocks / int32(esc)
+			}
+		} else {
+			escBlocks := maxBlocks
+			if cfg.EscapeVLBuffer > 0 {
+				escBlocks = int32(int64(cfg.EscapeVLBuffer) / int64(f.blockBytes))
+			}
+			rest := totalBlocks - int32(esc)*escBlocks
+			for v := range caps {
+				if v < esc {
+					caps[v] = escBlocks
+				} else {
+					caps[v] = rest / int32(ad)
+				}
+			}
+		}
+		for v, c := range caps {
+			if c < maxBlocks {
+				return nil, fmt.Errorf("fabric.%s %v gives virtual lane %d only %d bytes; a %d-byte packet must fit whole (virtual cut-through): raise the buffer or lower the MTU",
+					what, total, v, int64(c)*int64(f.blockBytes), maxPacket)
+			}
+		}
+		return caps, nil
+	}
+	inCaps, err := split("input_buffer", int64(cfg.InputBuffer))
+	if err != nil {
+		return nil, err
+	}
+	var outCaps []int32
+	if f.cioq {
+		if outCaps, err = split("output_buffer", int64(cfg.OutputBuffer)); err != nil {
+			return nil, err
+		}
+	}
+	nicCaps := make([]int32, f.nVL)
+	for v := range nicCaps {
+		nicCaps[v] = int32(int64(cfg.NICBuffer) / int64(f.blockBytes))
+		if nicCaps[v] < maxBlocks {
+			return nil, fmt.Errorf("fabric.nic_buffer %v cannot hold one %d-byte packet", cfg.NICBuffer, maxPacket)
+		}
+	}
+	newLanes := func(caps []int32) []lane {
+		ls := make([]lane, len(caps))
+		for v := range ls {
+			ls[v].cap = caps[v]
+		}
+		return ls
+	}
+	// Ports: every switch port that is cabled gets an in and an out port;
+	// every host gets one of each.
+	f.sw = make([]Switch, t.NumSwitches())
+	for s := range f.sw {
+		n := t.Switches[s].Ports
+		f.sw[s] = Switch{ID: s, in: make([]int32, n), out: make([]int32, n)}
+		for p := 0; p < n; p++ {
+			f.sw[s].in[p], f.sw[s].out[p] = -1, -1
+			_, isSw := t.Peer(s, p)
+			_, isHost := t.HostAt(s, p)
+			if !isSw && !isHost {
+				continue
+			}
+			f.sw[s].in[p] = int32(len(f.in))
+			f.in = append(f.in, inPort{sw: int32(s), host: -1, port: int32(p), lanes: newLanes(inCaps)})
+			f.sw[s].out[p] = int32(len(f.out))
+			op := outPort{sw: int32(s), host: -1, port: int32(p)}
+			if f.cioq {
+				op.lanes = newLanes(outCaps)
+			}
+			f.out = append(f.out, op)
+		}
+	}
+	f.hostIn = make([]int32, t.NumHosts())
+	f.hostOut = make([]int32, t.NumHosts())
+	for h := range t.Hosts {
+		f.hostIn[h] = int32(len(f.in))
+		f.in = append(f.in, inPort{sw: -1, host: int32(h), port: 0, lanes: newLanes(nicCaps)})
+		f.hostOut[h] = int32(len(f.out))
+		f.out = append(f.out, outPort{sw: -1, host: int32(h), port: 0})
+	}
+	// Cables.
+	connect := func(o, i int32) {
+		f.out[o].down = i
+		f.in[i].up = o
+		f.out[o].credits = make([]int32, f.nVL)
+		for v := range f.out[o].credits {
+			f.out[o].credits[v] = f.in[i].lanes[v].cap
+		}
+	}
+	for s := range f.sw {
+		for p := range f.sw[s].in {
+			if f.sw[s].in[p] < 0 {
+				continue
+			}
+			if pr, ok := t.Peer(s, p); ok {
+				connect(f.sw[s].out[p], f.sw[pr.Switch].in[pr.Port])
+			} else {
+				h, _ := t.HostAt(s, p)
+				connect(f.sw[s].out[p], f.hostIn[h])
+				connect(f.hostOut[h], f.sw[s].in[p])
+			}
+		}
+	}
+	for i := range f.in {
+		ip := &f.in[i]
+		ip.pending = make([]int32, f.nVL)
+		ip.creditsInFlight = make([]int32, f.nVL)
+		if ip.sw >= 0 {
+			ip.rev = f.sw[ip.sw].out[ip.port]
+		} else {
+			ip.rev = f.hostOut[ip.host]
+		}
+		f.out[ip.rev].creditFor = int32(i)
+	}
+	eng.Schedule(cfg.DeadlockTimeout, f, opWatchdog, 0, nil)
+	return f, nil
+}
+
+// Router returns the router in use.
+func (f *Fabric) Router() *route.Router { return f.router }
+
+// Topology returns the topology.
+func (f *Fabric) Topology() *topo.Topology { return f.topo }
+
+// Config returns the configuration.
+func (f *Fabric) Config() Config { return f.cfg }
+
+func (f *Fabric) blocks(bytes int32) int32 { return (bytes + f.blockBytes - 1) / f.blockBytes }
+
+// NewPacket returns a zeroed packet with a fresh ID from the pool.
+func (f *Fabric) NewPacket() *Packet {
+	var p *Packet
+	if n := len(f.pool); n > 0 {
+		p = f.pool[n-1]
+		f.pool = f.pool[:n-1]
+		*p = Packet{}
+	} else {
+		p = &Packet{}
+	}
+	f.nextID++
+	p.ID = f.nextID
+	return p
+}
+
+// FreePacket returns a delivered packet to the pool.
+func (f *Fabric) FreePacket(p *Packet) {
+	p.Ref = nil
+	f.pool = append(f.pool, p)
+}
+
+// Kick tells the fabric that host h may have a packet to inject.
+func (f *Fabric) Kick(h int) { f.transmit(f.hostOut[h]) }
+
+// Handle dispatches the fabric's events.
+func (f *Fabric) Handle(ev *des.Event) {
+	kind, vl, blocks := unpackOp(ev.Op)
+	switch kind {
+	case opArrive:
+		f.arrive(ev.A, ev.Ref.(*Packet))
+	case opXbarDone:
+		f.xbarDone(ev.A, vl, int32(blocks))
+	case opLinkFree:
+		f.linkFree(ev.A, vl, int32(blocks))
+	case opCredit:
+		f.creditArrive(ev.A, vl, int32(blocks))
+	case opWatchdog:
+		f.watchdog()
+	}
+}
+
+// arrive: at a switch, the packet's head has arrived and been routed; at
+// a NIC, its tail has arrived.
+func (f *Fabric) arrive(i int32, p *Packet) {
+	ip := &f.in[i]
+	p.inVL = p.VL
+	if ip.sw < 0 {
+		// The NIC drains its reception buffer at once; the credits go back.
+		f.freeInput(i, int(p.VL), f.blocks(p.Size))
+		f.Stats.Delivered++
+		f.progress++
+		f.ep.Deliver(int(ip.host), p, f.eng.Now())
+		return
+	}
+	ip.lanes[p.VL].q.push(p)
+	ip.queued++
+	f.arbitrate(&f.sw[ip.sw])
+}
+
+// freeInput releases blocks of an input lane and queues their return.
+func (f *Fabric) freeInput(i int32, vl int, blocks int32) {
+	ip := &f.in[i]
+	ip.lanes[vl].used -= blocks
+	ip.pending[vl] += blocks
+	o := &f.out[ip.rev]
+	o.ctrl |= 1 << uint(vl)
+	f.transmit(ip.rev)
+}
+
+// roomer answers route.Select's question for the switch being arbitrated.
+type roomer struct {
+	f      *Fabric
+	sw     *Switch
+	host   *outPort // set when selecting a lane on an injection link
+	blocks int32
+}
+
+func (r *roomer) Room(port, vl int32) (bool, int) {
+	if r.host != nil {
+		cr := r.host.credits[vl]
+		return cr >= r.blocks, int(cr)
+	}
+	o := &r.f.out[r.sw.out[port]]
+	if r.f.cioq {
+		if o.xbar {
+			return false, 0
+		}
+		l := &o.lanes[vl]
+		free := l.cap - l.used
+		return free >= r.blocks, int(free + o.credits[vl])
+	}
+	if o.busy || o.ctrl != 0 {
+		return false, 0
+	}
+	return o.credits[vl] >= r.blocks, int(o.credits[vl])
+}
+
+// arbitrate grants the crossbar to waiting head packets: inputs in
+// round-robin order, lanes of an input in round-robin order, one packet
+// per input and per output at a time (a non-multiplexed crossbar, paper
+// 004 §4.1).
+func (f *Fabric) arbitrate(s *Switch) {
+	n := len(s.in)
+	for k := 0; k < n; k++ {
+		pi := (s.rr + k) % n
+		ii := s.in[pi]
+		if ii < 0 {
+			continue
+		}
+		ip := &f.in[ii]
+		if ip.xbarBusy || ip.queued == 0 {
+			continue
+		}
+		for j := 0; j < f.nVL; j++ {
+			v := (ip.rrVL + j) % f.nVL
+			l := &ip.lanes[v]
+			p := l.q.head
+			if p == nil {
+				continue
+			}
+			if l.candsFor != p {
+				l.cands = f.router.Candidates(s.ID, pi, v, int(p.Dst), l.cands[:0])
+				l.candsFor = p
+			}
+			f.room.sw, f.room.blocks = s, f.blocks(p.Size)
+			c := route.Select(l.cands, &f.room)
+			if c < 0 {
+				continue
+			}
+			f.grant(s, ii, v, l.cands[c])
+			ip.rrVL = (v + 1) % f.nVL
+			s.rr = (pi + 1) % n
+			break
+		}
+	}
+}
+
+// grant moves the head packet of input ii lane v across the crossbar.
+func (f *Fabric) grant(s *Switch, ii int32, v int, c route.Candidate) {
+	ip := &f.in[ii]
+	p := ip.lanes[v].q.pop()
+	ip.queued--
+	ip.xbarBusy = true
+	p.VL = int8(c.VL)
+	p.Hops++
+	f.Stats.Grants++
+	if c.Escape {
+		f.Stats.EscapeGrants++
+	} else {
+		f.Stats.AdaptiveGrants++
+	}
+	f.progress++
+	oi := s.out[c.Port]
+	o := &f.out[oi]
+	ip.xbarTo = oi
+	now := f.eng.Now()
+	blocks := f.blocks(p.Size)
+	if f.cioq {
+		// Into the output buffer; its tail lands there no earlier than it
+		// arrived here, nor before the crossbar has carried it.
+		end := max(now+serTime(int64(p.Size), f.xbarRate), p.tailAt)
+		o.xbar = true
+		o.lanes[c.VL].used += blocks
+		o.lanes[c.VL].q.push(p)
+		p.tailAt = end
+		f.eng.Schedule(end, f, packOp(opXbarDone, v, int(blocks)), ii, p)
+		f.transmit(oi)
+		return
+	}
+	// Input-queued: the crossbar feeds the link directly.
+	end := f.send(oi, p, int(c.VL))
+	f.eng.Schedule(end, f, packOp(opXbarDone, v, int(blocks)), ii, p)
+}
+
+// xbarDone: the packet's tail has left input ii.
+func (f *Fabric) xbarDone(ii int32, vl int, blocks int32) {
+	ip := &f.in[ii]
+	ip.xbarBusy = false
+	f.freeInput(ii, vl, blocks)
+	if f.cioq {
+		f.out[ip.xbarTo].xbar = false
+	}
+	f.arbitrate(&f.sw[ip.sw])
+}
+
+// send starts a data transmission of p on out-port oi on lane vl and
+// returns when its tail leaves.
+func (f *Fabric) send(oi int32, p *Packet, vl int) des.Time {
+	o := &f.out[oi]
+	now := f.eng.Now()
+	blocks := f.blocks(p.Size)
+	o.credits[vl] -= blocks
+	o.busy = true
+	di := o.down
+	f.in[di].lanes[vl].used += blocks
+	p.VL = int8(vl)
+	ser := serTime(int64(p.Size), f.dataRate)
+	tailLeave := max(now+ser, p.tailAt)
+	o.sentBytes += int64(p.Size)
+	o.busyTime += tailLeave - now
+	f.Stats.Transmissions++
+	f.progress++
+	f.eng.Schedule(tailLeave, f, packOp(opLinkFree, vl, int(blocks)), oi, p)
+	p.tailAt = tailLeave + f.prop
+	if f.in[di].sw >= 0 {
+		f.eng.Schedule(now+f.prop+f.cfg.RoutingDelay, f, opArrive, di, p)
+	} else {
+		f.eng.Schedule(p.tailAt, f, opArrive, di, p)
+	}
+	return tailLeave
+}
+
+// transmit starts the next transmission on an idle link: credit packets
+// first, then data.
+func (f *Fabric) transmit(oi int32) {
+	o := &f.out[oi]
+	if o.busy {
+		return
+	}
+	now := f.eng.Now()
+	if o.ctrl != 0 {
+		ip := &f.in[o.creditFor]
+		vl := 0
+		for o.ctrl&(1<<uint(vl)) == 0 {
+			vl++
+		}
+		o.ctrl &^= 1 << uint(vl)
+		blocks := ip.pending[vl]
+		ip.pending[vl] = 0
+		ip.creditsInFlight[vl] += blocks
+		o.busy = true
+		ser := serTime(int64(f.cfg.CreditPacket), f.dataRate)
+		o.busyTime += ser
+		o.sentBytes += int64(f.cfg.CreditPacket)
+		f.Stats.CreditPackets++
+		f.Stats.CreditBytes += int64(f.cfg.CreditPacket)
+		f.eng.Schedule(now+ser, f, packOp(opLinkFree, 0, 0), oi, nil)
+		f.eng.Schedule(now+ser+f.prop, f, packOp(opCredit, vl, int(blocks)), ip.up, nil)
+		return
+	}
+	switch {
+	case o.host >= 0:
+		p := f.ep.Peek(int(o.host))
+		if p == nil {
+			return
+		}
+		// The injection link is a channel like any other: the same
+		// selection (adaptive lane with most credits, else escape).
+		f.room.sw, f.room.blocks = nil, f.blocks(p.Size)
+		f.room.host = o
+		c := route.Select(f.injCands, &f.room)
+		f.room.host = nil
+		if c < 0 {
+			return
+		}
+		best := int(f.injCands[c].VL)
+		f.ep.Pop(int(o.host), now)
+		p.Inject = now
+		p.tailAt = now
+		f.Stats.Injected++
+		f.send(oi, p, best)
+	case f.cioq:
+		for j := 0; j < f.nVL; j++ {
+			v := (o.rrVL + j) % f.nVL
+			l := &o.lanes[v]
+			p := l.q.head
+			if p == nil || o.credits[v] < f.blocks(p.Size) {
+				continue
+			}
+			l.q.pop()
+			o.rrVL = (v + 1) % f.nVL
+			f.send(oi, p, v)
+			return
+		}
+	}
+}
+
+// linkFree: a transmission on out-port oi ended.
+func (f *Fabric) linkFree(oi int32, vl int, blocks int32) {
+	o := &f.out[oi]
+	o.busy = false
+	if blocks > 0 && o.sw >= 0 && f.cioq {
+		o.lanes[vl].used -= blocks // the tail has left the output buffer
+	}
+	f.transmit(oi)
+	if o.sw >= 0 {
+		f.arbitrate(&f.sw[o.sw])
+	}
+}
+
+// creditArrive: a credit packet reached the upstream end of out-port oi.
+func (f *Fabric) creditArrive(oi int32, vl int, blocks int32) {
+	o := &f.out[oi]
+	o.credits[vl] += blocks
+	f.in[o.down].creditsInFlight[vl] -= blocks
+	f.transmit(oi)
+	if o.sw >= 0 && !f.cioq {
+		f.arbitrate(&f.sw[o.sw])
+	}
+}

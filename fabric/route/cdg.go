@@ -1,0 +1,143 @@
+package route
+
+import (
+	"fmt"
+	"strings"
+)
+
+// channel identifies a unidirectional switch-to-switch channel on one lane
+// by its sending end.
+type channel struct{ sw, port, vl int32 }
+
+func (c channel) String() string { return fmt.Sprintf("s%d/p%d/vl%d", c.sw, c.port, c.vl) }
+
+func (r *Router) checkCost() int {
+	n := r.t.NumSwitches()
+	return n * n * 8 // paths times a typical length
+}
+
+// CheckEscape builds the channel dependency graph of the escape function
+// (Dally and Seitz; Duato's condition applies it to the escape
+// sub-network) and returns an error naming a cycle if there is one. A
+// dependency c1 -> c2 exists when a packet on escape channel c1 may be
+// routed by the escape function onto escape channel c2. The graph is built
+// from the states packets can really be in: for every switch where a
+// packet may enter the escape sub-network afresh (from a host or an
+// adaptive lane) and every destination, the escape path is followed hop by
+// hop and each consecutive pair of channels is a dependency. Under virtual
+// cut-through a blocked packet occupies a single buffer, so direct
+// dependencies are all there is to check. A path that does not reach its
+// destination within as many hops as there are channels is reported too.
+func (r *Router) CheckEscape() error {
+	t := r.t
+	n := t.NumSwitches()
+	id := map[channel]int{}
+	var chans []channel
+	var adj [][]int
+	idOf := func(c channel) int {
+		if i, ok := id[c]; ok {
+			return i
+		}
+		id[c] = len(chans)
+		chans = append(chans, c)
+		adj = append(adj, nil)
+		return len(chans) - 1
+	}
+	addEdge := func(a, b int) {
+		for _, x := range adj[a] {
+			if x == b {
+				return
+			}
+		}
+		adj[a] = append(adj[a], b)
+	}
+	maxHops := 0
+	for s := 0; s < n; s++ {
+		maxHops += len(t.Neighbors(s))
+	}
+	maxHops *= r.escVLs
+	for src := 0; src < n; src++ {
+		for dst := 0; dst < n; dst++ {
+			if dst == src {
+				continue
+			}
+			s, inPort, inVL, inEscape := src, -1, 0, false
+			prev := -1
+			for hops := 0; s != dst; hops++ {
+				if hops > maxHops {
+					return fmt.Errorf("escape routing %s does not reach switch %d from switch %d: the path loops", r.esc.name(), dst, src)
+				}
+				p, v := r.esc.next(s, inPort, inVL, inEscape, dst)
+				pr, ok := t.Peer(s, p)
+				if !ok {
+					return fmt.Errorf("escape routing %s sends a packet for switch %d out of switch %d port %d, which is not a switch link", r.esc.name(), dst, s, p)
+				}
+				c := idOf(channel{int32(s), int32(p), int32(v)})
+				if prev >= 0 {
+					addEdge(prev, c)
+				}
+				prev = c
+				s, inPort, inVL, inEscape = pr.Switch, pr.Port, v, true
+			}
+		}
+	}
+	if cyc := findCycle(adj); cyc != nil {
+		names := make([]string, len(cyc))
+		for i, c := range cyc {
+			names[i] = chans[c].String()
+		}
+		return fmt.Errorf("escape routing %s is not deadlock-free: its channel dependency graph has a cycle: %s",
+			r.esc.name(), strings.Join(names, " -> "))
+	}
+	r.CheckNote = fmt.Sprintf("escape channel dependency graph acyclic (%d channels used, %s)", len(chans), r.esc.name())
+	return nil
+}
+
+// findCycle returns one cycle of the directed graph (first node repeated
+// at the end), or nil. Iterative DFS with colours.
+func findCycle(adj [][]int) []int {
+	const (
+		white = 0
+		grey  = 1
+		black = 2
+	)
+	colour := make([]uint8, len(adj))
+	parent := make([]int, len(adj))
+	type frame struct{ v, i int }
+	for root := range adj {
+		if colour[root] != white {
+			continue
+		}
+		stack := []frame{{root, 0}}
+		colour[root] = grey
+		parent[root] = -1
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if top.i < len(adj[top.v]) {
+				w := adj[top.v][top.i]
+				top.i++
+				switch colour[w] {
+				case white:
+					colour[w] = grey
+					parent[w] = top.v
+					stack = append(stack, frame{w, 0})
+				case grey:
+					// Cycle: w -> ... -> top.v -> w.
+					cyc := []int{top.v}
+					for x := top.v; x != w; {
+						x = parent[x]
+						cyc = append(cyc, x)
+					}
+					for i, j := 0, len(cyc)-1; i < j; i, j = i+1, j-1 {
+						cyc[i], cyc[j] = cyc[j], cyc[i]
+					}
+					return append(cyc, w)
+				}
+				continue
+			}
+			colour[top.v] = black
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return nil
+}

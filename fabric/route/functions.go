@@ -1,0 +1,327 @@
+package route
+
+import (
+	"fmt"
+
+	"github.com/fabemu/fabemu/fabric/topo"
+)
+
+// distTable holds all-pairs switch hop distances (BFS on the switch graph)
+// for topologies without arithmetic structure.
+type distTable struct {
+	t *topo.Topology
+	n int
+	d []uint16 // d[src*n+dst]
+}
+
+func newDistTable(t *topo.Topology) *distTable {
+	n := t.NumSwitches()
+	dt := &distTable{t: t, n: n, d: make([]uint16, n*n)}
+	queue := make([]int, 0, n)
+	for src := 0; src < n; src++ {
+		row := dt.d[src*n : (src+1)*n]
+		for i := range row {
+			row[i] = 0xffff
+		}
+		row[src] = 0
+		queue = append(queue[:0], src)
+		for len(queue) > 0 {
+			u := queue[0]
+			queue = queue[1:]
+			for _, p := range t.Neighbors(u) {
+				pr, _ := t.Peer(u, p)
+				if row[pr.Switch] == 0xffff {
+					row[pr.Switch] = row[u] + 1
+					queue = append(queue, pr.Switch)
+				}
+			}
+		}
+	}
+	return dt
+}
+
+func (dt *distTable) dist(a, b int) int { return int(dt.d[a*dt.n+b]) }
+
+// minimal appends the ports of s that lie on a shortest path to dst.
+func (dt *distTable) minimal(s, dst int, buf []int32) []int32 {
+	want := dt.dist(s, dst) - 1
+	for _, p := range dt.t.Neighbors(s) {
+		pr, _ := dt.t.Peer(s, p)
+		if dt.dist(pr.Switch, dst) == want {
+			buf = append(buf, int32(p))
+		}
+	}
+	return buf
+}
+
+// minEscape routes on bidirectional multistage networks. Every minimal path
+// there climbs to the nearest common ancestor stage and descends, so it is
+// up*-then-down* and the channel dependencies are acyclic. Among the
+// minimal next hops the destination selects one (dst mod count), which
+// spreads destinations over the up ports as a deterministic MIN does.
+type minEscape struct{ dist *distTable }
+
+func (m *minEscape) name() string { return "min (destination-selected minimal up*/down*)" }
+func (m *minEscape) vls() int     { return 1 }
+func (m *minEscape) next(s, inPort, inVL int, inEscape bool, dst int) (int, int) {
+	var buf [16]int32
+	ports := m.dist.minimal(s, dst, buf[:0])
+	return int(ports[dst%len(ports)]), 0
+}
+
+// upDown is up*/down* routing (Autonet; the escape function of paper 004
+// §4.1). A BFS from the root gives every switch a level; the "up" end of a
+// link is the switch with the lower (level, index). A legal path takes
+// zero or more up links, then zero or more down links. The next hop is
+// chosen from two distance tables per destination: distDown (down links
+// only) and distAny (legal up*/down* paths). A packet that arrived on an
+// escape lane through a down link is in the down phase and may only go
+// down; any other packet may start a fresh legal path.
+type upDown struct {
+	t        *topo.Topology
+	n        int
+	level    []int
+	distDown []uint16 // [dst*n+s]
+	distAny  []uint16 // [dst*n+s]
+	root     int
+}
+
+func newUpDown(t *topo.Topology, root int) *upDown {
+	n := t.NumSwitches()
+	u := &upDown{t: t, n: n, level: make([]int, n), root: root}
+	for i := range u.level {
+		u.level[i] = -1
+	}
+	u.level[root] = 0
+	queue := []int{root}
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		for _, p := range t.Neighbors(x) {
+			pr, _ := t.Peer(x, p)
+			if u.level[pr.Switch] < 0 {
+				u.level[pr.Switch] = u.level[x] + 1
+				queue = append(queue, pr.Switch)
+			}
+		}
+	}
+	// Switches sorted by (level, index): up links go to smaller keys.
+	byKey := make([]int, 0, n)
+	for l := 0; ; l++ {
+		found := false
+		for s := 0; s < n; s++ {
+			if u.level[s] == l {
+				byKey = append(byKey, s)
+				found = true
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	const inf = 0xffff
+	u.distDown = make([]uint16, n*n)
+	u.distAny = make([]uint16, n*n)
+	for dst := 0; dst < n; dst++ {
+		down := u.distDown[dst*n : (dst+1)*n]
+		for i := range down {
+			down[i] = inf
+		}
+		down[dst] = 0
+		// Down-only distances: walk backwards from dst over links whose
+		// traversal toward dst goes down, i.e. from a higher switch.
+		q := []int{dst}
+		for len(q) > 0 {
+			x := q[0]
+			q = q[1:]
+			for _, p := range t.Neighbors(x) {
+				pr, _ := t.Peer(x, p)
+				y := pr.Switch
+				if u.isUp(x, y) && down[y] == inf { // y above x: y->x is down
+					down[y] = down[x] + 1
+					q = append(q, y)
+				}
+			}
+		}
+		any := u.distAny[dst*n : (dst+1)*n]
+		copy(any, down)
+		// A legal path from s either goes down only, or up to a higher
+		// switch first; process higher switches first.
+		for _, s := range byKey {
+			for _, p := range t.Neighbors(s) {
+				pr, _ := t.Peer(s, p)
+				y := pr.Switch
+				if u.isUp(s, y) && any[y] != inf && any[y]+1 < any[s] {
+					any[s] = any[y] + 1
+				}
+			}
+		}
+	}
+	return u
+}
+
+// isUp reports whether the link a->b goes up (b is closer to the root).
+func (u *upDown) isUp(a, b int) bool {
+	return u.level[b] < u.level[a] || (u.level[b] == u.level[a] && b < a)
+}
+
+func (u *upDown) name() string { return fmt.Sprintf("up*/down* (root switch %d)", u.root) }
+func (u *upDown) vls() int     { return 1 }
+
+func (u *upDown) next(s, inPort, inVL int, inEscape bool, dst int) (int, int) {
+	downPhase := false
+	if inEscape {
+		if pr, ok := u.t.Peer(s, inPort); ok && u.isUp(s, pr.Switch) {
+			downPhase = true // came from a higher switch over a down link
+		}
+	}
+	row := func(tab []uint16) []uint16 { return tab[dst*u.n : (dst+1)*u.n] }
+	down, any := row(u.distDown), row(u.distAny)
+	var buf [16]int
+	cands := buf[:0]
+	if downPhase {
+		for _, p := range u.t.Neighbors(s) {
+			pr, _ := u.t.Peer(s, p)
+			if u.isUp(pr.Switch, s) && down[pr.Switch]+1 == down[s] {
+				cands = append(cands, p)
+			}
+		}
+	} else {
+		for _, p := range u.t.Neighbors(s) {
+			pr, _ := u.t.Peer(s, p)
+			y := pr.Switch
+			if u.isUp(s, y) && any[y]+1 == any[s] {
+				cands = append(cands, p)
+			} else if u.isUp(y, s) && down[y]+1 == any[s] {
+				cands = append(cands, p)
+			}
+		}
+	}
+	// Spread destinations over equal-length legal paths, as a forwarding
+	// table built per destination would.
+	return cands[dst%len(cands)], 0
+}
+
+// cube routes on k-ary n-cubes. Dimension order: correct dimension 0
+// first, then 1, ...; on a torus take the shorter way round (the + way on a
+// tie). Deadlock freedom on the rings comes from two dateline lanes per
+// dimension (Dally and Seitz): a packet uses lane 0 in a dimension until it
+// crosses the wrap-around link, and lane 1 from that hop on.
+type cube struct {
+	t        *topo.Topology
+	k        []int
+	torus    bool
+	dateline bool
+	stride   []int
+}
+
+func newCube(t *topo.Topology, dateline bool) *cube {
+	c := &cube{t: t, k: t.K, torus: t.Kind == topo.KindTorus, dateline: dateline}
+	c.stride = make([]int, len(c.k))
+	st := 1
+	for d := range c.k {
+		c.stride[d] = st
+		st *= c.k[d]
+	}
+	return c
+}
+
+func (c *cube) name() string {
+	switch {
+	case !c.torus:
+		return "dimension order (mesh)"
+	case c.dateline:
+		return "dimension order with dateline lanes (torus)"
+	}
+	return "dimension order without datelines (torus; cyclic)"
+}
+
+func (c *cube) vls() int {
+	if c.torus && c.dateline {
+		return 2
+	}
+	return 1
+}
+
+func (c *cube) coord(s, d int) int { return (s / c.stride[d]) % c.k[d] }
+
+// dir returns +1, -1 or 0 (and whether both are minimal) for dimension d.
+func (c *cube) dir(s, dst, d int) (dir int, both bool) {
+	a, b := c.coord(s, d), c.coord(dst, d)
+	if a == b {
+		return 0, false
+	}
+	if !c.torus {
+		if b > a {
+			return 1, false
+		}
+		return -1, false
+	}
+	k := c.k[d]
+	delta := ((b-a)%k + k) % k
+	switch {
+	case 2*delta < k:
+		return 1, false
+	case 2*delta > k:
+		return -1, false
+	}
+	return 1, true
+}
+
+func (c *cube) portFor(d, dir int) int {
+	if dir > 0 {
+		return c.t.DimPorts[d][0]
+	}
+	return c.t.DimPorts[d][1]
+}
+
+// dimOf returns the dimension a port belongs to, or -1 (host port).
+func (c *cube) dimOf(p int) int {
+	for d, dp := range c.t.DimPorts {
+		if dp[0] == p || dp[1] == p {
+			return d
+		}
+	}
+	return -1
+}
+
+// crossesWrap reports whether moving from s in dimension d direction dir
+// takes the wrap-around link.
+func (c *cube) crossesWrap(s, d, dir int) bool {
+	a := c.coord(s, d)
+	return (dir > 0 && a == c.k[d]-1) || (dir < 0 && a == 0)
+}
+
+func (c *cube) next(s, inPort, inVL int, inEscape bool, dst int) (int, int) {
+	for d := range c.k {
+		dir, _ := c.dir(s, dst, d)
+		if dir == 0 {
+			continue
+		}
+		vl := 0
+		if c.torus && c.dateline {
+			if inEscape && inVL == 1 && c.dimOf(inPort) == d {
+				vl = 1 // already past the dateline of this dimension
+			}
+			if c.crossesWrap(s, d, dir) {
+				vl = 1
+			}
+		}
+		return c.portFor(d, dir), vl
+	}
+	panic("route: cube.next called at the destination switch")
+}
+
+func (c *cube) minimal(s, dst int, buf []int32) []int32 {
+	for d := range c.k {
+		dir, both := c.dir(s, dst, d)
+		if dir == 0 {
+			continue
+		}
+		buf = append(buf, int32(c.portFor(d, dir)))
+		if both {
+			buf = append(buf, int32(c.portFor(d, -dir)))
+		}
+	}
+	return buf
+}

@@ -1,0 +1,277 @@
+// Package route owns routing: which (output port, virtual lane) pairs a
+// packet may take at a switch. A Router returns the legal candidates, each
+// marked escape or adaptive; a separate selection policy (Select) picks one
+// from local state. Adding a routing algorithm never touches the switch.
+//
+// The escape sub-network follows Duato's methodology as used by paper 004
+// §4.1 (one escape and one adaptive channel, up*/down* escape on regular and
+// irregular networks): the escape function alone is connected and its
+// channel dependency graph is acyclic, which CheckEscape verifies at build
+// time; adaptive virtual lanes may take any minimal output, and a packet may
+// fall back to the escape lane at any hop. Deterministic mode offers only
+// the escape candidate, so packets of one source-destination pair follow
+// one path and arrive in order.
+//
+// Escape functions: up*/down* (any topology; spanning tree by BFS from a
+// root), dimension order with dateline virtual lanes (tori and meshes), and
+// destination-selected minimal paths on bidirectional multistage networks
+// (every minimal path there is up*-then-down*).
+package route
+
+import (
+	"fmt"
+
+	"github.com/fabemu/fabemu/fabric/topo"
+)
+
+// Mode chooses between deterministic and adaptive routing.
+type Mode string
+
+const (
+	Deterministic Mode = "deterministic"
+	Adaptive      Mode = "adaptive"
+)
+
+// Config is the routing configuration.
+type Config struct {
+	Mode        Mode   `yaml:"mode" doc:"deterministic (escape function only; in order by construction) or adaptive (minimal adaptive lanes with a Duato escape lane)"`
+	Escape      string `yaml:"escape" doc:"escape routing function: auto, updown, dor or min; auto picks dor on tori and meshes, min on multistage networks, updown elsewhere" paper:"004 §4.1"`
+	AdaptiveVLs int    `yaml:"adaptive_vls" doc:"virtual lanes for adaptive routing in adaptive mode (escape lanes come on top)" paper:"004 §4.1"`
+	UpDownRoot  int    `yaml:"updown_root" doc:"root switch of the up*/down* spanning tree (BFS from it)"`
+	Dateline    bool   `yaml:"dateline" doc:"use two dateline escape lanes per torus dimension; false builds a cyclic escape function (for deadlock tests only)"`
+	Check       string `yaml:"check" doc:"escape channel dependency check: auto (exhaustive up to 20M route evaluations, else skipped with a note), full, off"`
+}
+
+// DefaultConfig is deterministic routing with the family's escape function.
+func DefaultConfig() Config {
+	return Config{Mode: Deterministic, Escape: "auto", AdaptiveVLs: 1, Dateline: true, Check: "auto"}
+}
+
+// Validate checks the configuration on its own.
+func (c Config) Validate() error {
+	switch c.Mode {
+	case Deterministic, Adaptive:
+	default:
+		return fmt.Errorf("routing mode %q: want deterministic or adaptive", c.Mode)
+	}
+	switch c.Escape {
+	case "auto", "updown", "dor", "min":
+	default:
+		return fmt.Errorf("escape routing %q: want auto, updown, dor or min", c.Escape)
+	}
+	if c.Mode == Adaptive && c.AdaptiveVLs < 1 {
+		return fmt.Errorf("adaptive_vls = %d: adaptive routing needs at least 1", c.AdaptiveVLs)
+	}
+	if c.AdaptiveVLs < 0 || c.AdaptiveVLs > 14 {
+		return fmt.Errorf("adaptive_vls = %d: want 0..14 (InfiniBand has at most 15 data lanes)", c.AdaptiveVLs)
+	}
+	switch c.Check {
+	case "auto", "full", "off":
+	default:
+		return fmt.Errorf("check %q: want auto, full or off", c.Check)
+	}
+	return nil
+}
+
+// Candidate is one legal next hop: an output port and a virtual lane.
+type Candidate struct {
+	Port   int32
+	VL     int32
+	Escape bool
+}
+
+// escaper is an escape routing function. It returns the single escape
+// output (port, VL) at switch s for a packet to switch dst that arrived on
+// inPort; inVL is the lane it arrived on and inEscape whether that lane is
+// an escape lane (false for packets from a host or an adaptive lane, which
+// enter the escape sub-network afresh).
+type escaper interface {
+	name() string
+	vls() int
+	next(s, inPort, inVL int, inEscape bool, dst int) (port, vl int)
+}
+
+// Router answers routing queries for one topology. It is immutable after
+// New and safe to share.
+type Router struct {
+	t        *topo.Topology
+	mode     Mode
+	esc      escaper
+	escVLs   int
+	adVLs    int
+	hostSw   []int32
+	hostPort []int32
+	minimal  minimalFunc
+	// CheckNote says what the escape check did ("acyclic: 1,234 channels",
+	// or why it was skipped).
+	CheckNote string
+}
+
+// minimalFunc appends the output ports of s on minimal paths to switch dst.
+type minimalFunc func(s, dst int, buf []int32) []int32
+
+// New builds a router and, unless disabled, checks the escape channel
+// dependency graph. A cyclic escape function is refused with the cycle
+// named.
+func New(t *topo.Topology, c Config) (*Router, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Router{t: t, mode: c.Mode}
+	r.hostSw = make([]int32, t.NumHosts())
+	r.hostPort = make([]int32, t.NumHosts())
+	for h, host := range t.Hosts {
+		r.hostSw[h] = int32(host.At.Switch)
+		r.hostPort[h] = int32(host.At.Port)
+	}
+	esc := c.Escape
+	if esc == "auto" {
+		switch t.Kind {
+		case topo.KindTorus, topo.KindMesh:
+			esc = "dor"
+		case topo.KindMIN:
+			esc = "min"
+		default:
+			esc = "updown"
+		}
+	}
+	isCube := t.Kind == topo.KindTorus || t.Kind == topo.KindMesh
+	var dist *distTable
+	if !isCube {
+		dist = newDistTable(t)
+		r.minimal = dist.minimal
+	} else {
+		r.minimal = newCube(t, true).minimal
+	}
+	switch esc {
+	case "updown":
+		if c.UpDownRoot < 0 || c.UpDownRoot >= t.NumSwitches() {
+			return nil, fmt.Errorf("updown_root %d: topology has switches 0..%d", c.UpDownRoot, t.NumSwitches()-1)
+		}
+		r.esc = newUpDown(t, c.UpDownRoot)
+	case "dor":
+		if !isCube {
+			return nil, fmt.Errorf("escape routing dor needs a torus or mesh, topology %q is %s", t.Name, t.Kind)
+		}
+		r.esc = newCube(t, c.Dateline)
+	case "min":
+		if t.Kind != topo.KindMIN {
+			return nil, fmt.Errorf("escape routing min needs a multistage network, topology %q is %s", t.Name, t.Kind)
+		}
+		r.esc = &minEscape{dist: dist}
+	}
+	r.escVLs = r.esc.vls()
+	if c.Mode == Adaptive {
+		r.adVLs = c.AdaptiveVLs
+	}
+	if r.NumVLs() > 15 {
+		return nil, fmt.Errorf("%d escape + %d adaptive lanes exceed the 15 data lanes of InfiniBand", r.escVLs, r.adVLs)
+	}
+	switch {
+	case c.Check == "off":
+		r.CheckNote = "escape check disabled by configuration"
+	case c.Check == "auto" && r.checkCost() > 20_000_000:
+		r.CheckNote = fmt.Sprintf("escape check skipped: %d route evaluations exceed the auto limit of 20M; %s is deadlock-free by construction", r.checkCost(), r.esc.name())
+	default:
+		if err := r.CheckEscape(); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Mode returns the routing mode.
+func (r *Router) Mode() Mode { return r.mode }
+
+// EscapeName names the escape function in use.
+func (r *Router) EscapeName() string { return r.esc.name() }
+
+// NumVLs returns the number of virtual lanes every link carries: escape
+// lanes first (0..EscapeVLs-1), then adaptive lanes.
+func (r *Router) NumVLs() int { return r.escVLs + r.adVLs }
+
+// EscapeVLs returns the number of escape lanes.
+func (r *Router) EscapeVLs() int { return r.escVLs }
+
+// IsEscape reports whether lane vl is an escape lane.
+func (r *Router) IsEscape(vl int) bool { return vl < r.escVLs }
+
+// HostSwitch returns the switch host h is attached to and the port.
+func (r *Router) HostSwitch(h int) (sw, port int) { return int(r.hostSw[h]), int(r.hostPort[h]) }
+
+// InjectionCandidates appends the lanes a host may use on its injection
+// link: the escape lane 0 and, in adaptive mode, every adaptive lane. The
+// port is always 0 (the host's only port).
+func (r *Router) InjectionCandidates(buf []Candidate) []Candidate {
+	buf = buf[:0]
+	for a := 0; a < r.adVLs; a++ {
+		buf = append(buf, Candidate{Port: 0, VL: int32(r.escVLs + a)})
+	}
+	return append(buf, Candidate{Port: 0, VL: 0, Escape: true})
+}
+
+// Candidates appends to buf the legal next hops at switch s for a packet to
+// host dst that arrived on (inPort, inVL): the adaptive candidates first
+// (every minimal output on every adaptive lane), then the escape candidate.
+// At the destination switch the only candidate is the host's port on the
+// packet's current lane (ejection channels are sinks and cannot deadlock).
+func (r *Router) Candidates(s, inPort, inVL, dst int, buf []Candidate) []Candidate {
+	buf = buf[:0]
+	dsw := int(r.hostSw[dst])
+	if dsw == s {
+		return append(buf, Candidate{Port: r.hostPort[dst], VL: int32(inVL), Escape: inVL < r.escVLs})
+	}
+	inEscape := inVL < r.escVLs
+	if _, fromSwitch := r.t.Peer(s, inPort); !fromSwitch {
+		inEscape = false // injected by a host: enters the escape network afresh
+	}
+	ep, ev := r.esc.next(s, inPort, inVL, inEscape, dsw)
+	if r.adVLs > 0 {
+		var ports [16]int32
+		for _, p := range r.minimal(s, dsw, ports[:0]) {
+			for a := 0; a < r.adVLs; a++ {
+				buf = append(buf, Candidate{Port: p, VL: int32(r.escVLs + a)})
+			}
+		}
+	}
+	return append(buf, Candidate{Port: int32(ep), VL: int32(ev), Escape: true})
+}
+
+// State is the local switch state selection looks at: whether output
+// (port, vl) can take the packet being routed now, and how much room it
+// has (bytes or credits; only the order matters).
+type State interface {
+	Room(port, vl int32) (ok bool, free int)
+}
+
+// Select is the selection function of paper 004 §4.1: "the output port is
+// selected at arbitration time by considering the status of the requested
+// output ports and the number of credits available". room reports whether
+// the (port, lane) can take the packet now and how many bytes it has free.
+// Among adaptive candidates that can take it, the one with the most room
+// wins (ties go to the earlier candidate); the escape candidate is used only
+// when no adaptive one can. It returns -1 when nothing can take the packet.
+// An interface rather than a closure keeps the per-packet path free of
+// allocation.
+func Select(cands []Candidate, st State) int {
+	best, bestFree := -1, -1
+	for i, c := range cands {
+		if c.Escape {
+			continue
+		}
+		if ok, free := st.Room(c.Port, c.VL); ok && free > bestFree {
+			best, bestFree = i, free
+		}
+	}
+	if best >= 0 {
+		return best
+	}
+	for i, c := range cands {
+		if c.Escape {
+			if ok, _ := st.Room(c.Port, c.VL); ok {
+				return i
+			}
+		}
+	}
+	return -1
+}
