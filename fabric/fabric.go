@@ -128,16 +128,16 @@ type inPort struct {
 
 // outPort is the sending end of a channel.
 type outPort struct {
-	sw      int32
-	host    int32
-	port    int32
-	down    int32   // in-port at the other end
-	credits []int32 // free blocks at the downstream lane
-	lanes   []lane  // output buffer (CIOQ switches only)
-	busy    bool    // link transmitting
-	xbar    bool    // crossbar transferring into this output
-	ctrl    uint32  // lanes of the reverse in-port with credits to return
-	rrVL    int
+	sw        int32
+	host      int32
+	port      int32
+	down      int32   // in-port at the other end
+	credits   []int32 // free blocks at the downstream lane
+	lanes     []lane  // output buffer (CIOQ switches only)
+	busy      bool    // link transmitting
+	xbar      bool    // crossbar transferring into this output
+	ctrl      uint32  // lanes of the reverse in-port with credits to return
+	rrVL      int
 	creditFor int32 // in-port whose credits this port's credit packets return
 	sentBytes int64
 	busyTime  des.Time
