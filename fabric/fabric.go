@@ -487,6 +487,7 @@ func (f *Fabric) arbitrate(s *Switch) {
 func (f *Fabric) grant(s *Switch, ii int32, v int, c route.Candidate) {
 	ip := &f.in[ii]
 	p := ip.lanes[v].q.pop()
+	ip.lanes[v].candsFor = nil // packets are pooled: a later one may reuse this pointer
 	ip.queued--
 	ip.xbarBusy = true
 	p.VL = int8(c.VL)

@@ -1,0 +1,208 @@
+// Package nic owns the host side of the fabric: a NIC per host that
+// packetizes messages to the fabric MTU with the InfiniBand header
+// overhead, queues them for injection, and ejects delivered packets; the
+// host drivers that produce messages (synthetic traffic, trace replay);
+// the measurement of what the hosts see (accepted traffic, latency, hops,
+// order); and the session that assembles configuration, fabric, NICs and
+// a workload into something runnable.
+package nic
+
+import (
+	"fmt"
+
+	"github.com/fabemu/fabemu/fabric"
+	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/internal/units"
+)
+
+// Config is the NIC model.
+type Config struct {
+	MTU         units.Bytes `yaml:"mtu" unit:"bytes" doc:"largest payload of one fabric packet; messages are split at it (InfiniBand: 256 to 4096)" paper:"004 §4.1"`
+	HeaderBytes units.Bytes `yaml:"header_bytes" unit:"bytes" doc:"per-packet wire overhead: InfiniBand LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26" paper:"004 §4.1"`
+}
+
+// DefaultConfig is a 256-byte MTU with the IB headers (paper 004 §4.1).
+func DefaultConfig() Config { return Config{MTU: 256, HeaderBytes: 26} }
+
+// Validate checks the configuration on its own.
+func (c Config) Validate() error {
+	if c.MTU < 256 || c.MTU > 4096 || c.MTU&(c.MTU-1) != 0 {
+		return fmt.Errorf("nic.mtu %v: InfiniBand MTUs are 256, 512, 1024, 2048 or 4096 bytes", c.MTU)
+	}
+	if c.HeaderBytes < 0 || c.HeaderBytes > 512 {
+		return fmt.Errorf("nic.header_bytes %v: want 0..512", c.HeaderBytes)
+	}
+	return nil
+}
+
+// MaxPacket returns the largest wire size of a packet.
+func (c Config) MaxPacket() int { return int(c.MTU + c.HeaderBytes) }
+
+// Message is one host-level transfer, split into packets.
+type Message struct {
+	Src, Dst  int
+	Bytes     int64
+	Gen       des.Time
+	remaining int32
+	// Tag is the driver's own reference (a trace request, say).
+	Tag any
+	// Done is called once when the last packet of the message is
+	// delivered, with the delivery time.
+	Done func(m *Message, at des.Time)
+	// pooled messages return to the Network's pool after completion.
+	pooled bool
+}
+
+// host is one NIC.
+type host struct {
+	injQ    pktQueue
+	nextSeq map[int32]uint64 // per destination stream
+	wantSeq map[int32]uint64 // per source stream, at this destination
+}
+
+// pktQueue is a FIFO ring of packets, growing as needed.
+type pktQueue struct {
+	buf        []*fabric.Packet
+	head, size int
+}
+
+func (q *pktQueue) push(p *fabric.Packet) {
+	if q.size == len(q.buf) {
+		n := make([]*fabric.Packet, max(16, 2*len(q.buf)))
+		for i := 0; i < q.size; i++ {
+			n[i] = q.buf[(q.head+i)%len(q.buf)]
+		}
+		q.buf, q.head = n, 0
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = p
+	q.size++
+}
+
+func (q *pktQueue) peek() *fabric.Packet {
+	if q.size == 0 {
+		return nil
+	}
+	return q.buf[q.head]
+}
+
+func (q *pktQueue) pop() *fabric.Packet {
+	p := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+	return p
+}
+
+// Network is the set of NICs attached to one fabric. It implements
+// fabric.Endpoint.
+type Network struct {
+	cfg     Config
+	eng     *des.Engine
+	fab     *fabric.Fabric
+	hosts   []host
+	Metrics *Metrics
+	// Generated counts packets created by Send (all time).
+	Generated uint64
+	// Queued is the number of packets waiting in injection queues.
+	Queued  int
+	msgPool []*Message
+}
+
+// NewMessage returns a message from the pool; the Network reclaims it once
+// its last packet is delivered and Done has returned, so the caller must
+// not keep it.
+func (nw *Network) NewMessage() *Message {
+	if n := len(nw.msgPool); n > 0 {
+		m := nw.msgPool[n-1]
+		nw.msgPool = nw.msgPool[:n-1]
+		return m
+	}
+	return &Message{pooled: true}
+}
+
+// NewNetwork creates n NICs. Attach must be called with the fabric
+// before traffic flows.
+func NewNetwork(eng *des.Engine, cfg Config, n int, m *Metrics) *Network {
+	nw := &Network{cfg: cfg, eng: eng, hosts: make([]host, n), Metrics: m}
+	for i := range nw.hosts {
+		nw.hosts[i].nextSeq = map[int32]uint64{}
+		nw.hosts[i].wantSeq = map[int32]uint64{}
+	}
+	return nw
+}
+
+// Attach connects the NICs to the fabric.
+func (nw *Network) Attach(f *fabric.Fabric) { nw.fab = f }
+
+// Hosts returns the number of NICs.
+func (nw *Network) Hosts() int { return len(nw.hosts) }
+
+// Send packetizes a message of the given payload size from src to dst,
+// generated at gen, into MTU-sized packets on src's injection queue. A
+// zero-byte message still takes one (header-only) packet.
+func (nw *Network) Send(m *Message) {
+	if m.Src == m.Dst {
+		panic(fmt.Sprintf("nic: message from host %d to itself", m.Src))
+	}
+	mtu := int64(nw.cfg.MTU)
+	left := m.Bytes
+	n := int32((left + mtu - 1) / mtu)
+	if n == 0 {
+		n = 1
+	}
+	m.remaining = n
+	h := &nw.hosts[m.Src]
+	wasEmpty := h.injQ.size == 0
+	for i := int32(0); i < n; i++ {
+		pay := min(left, mtu)
+		left -= pay
+		p := nw.fab.NewPacket()
+		p.Src, p.Dst = int32(m.Src), int32(m.Dst)
+		p.Payload = int32(pay)
+		p.Size = int32(pay) + int32(nw.cfg.HeaderBytes)
+		p.Gen = m.Gen
+		p.Seq = h.nextSeq[p.Dst]
+		h.nextSeq[p.Dst]++
+		p.Ref = m
+		h.injQ.push(p)
+	}
+	nw.Generated += uint64(n)
+	nw.Queued += int(n)
+	nw.Metrics.generated(m, int(n), int(n)*int(nw.cfg.HeaderBytes), m.Gen)
+	if wasEmpty {
+		nw.fab.Kick(m.Src)
+	}
+}
+
+// Peek implements fabric.Endpoint.
+func (nw *Network) Peek(h int) *fabric.Packet { return nw.hosts[h].injQ.peek() }
+
+// Pop implements fabric.Endpoint.
+func (nw *Network) Pop(h int, at des.Time) {
+	nw.hosts[h].injQ.pop()
+	nw.Queued--
+}
+
+// Deliver implements fabric.Endpoint: the packet's tail reached host h.
+func (nw *Network) Deliver(h int, p *fabric.Packet, at des.Time) {
+	dst := &nw.hosts[h]
+	inOrder := p.Seq == dst.wantSeq[p.Src]
+	if p.Seq >= dst.wantSeq[p.Src] {
+		dst.wantSeq[p.Src] = p.Seq + 1
+	}
+	nw.Metrics.delivered(p, at, inOrder)
+	if m, ok := p.Ref.(*Message); ok {
+		m.remaining--
+		if m.remaining == 0 {
+			nw.Metrics.MessageDone(m, at)
+			if m.Done != nil {
+				m.Done(m, at)
+			}
+			if m.pooled {
+				*m = Message{pooled: true}
+				nw.msgPool = append(nw.msgPool, m)
+			}
+		}
+	}
+	nw.fab.FreePacket(p)
+}

@@ -1,0 +1,167 @@
+package nic
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/fabemu/fabemu/fabric"
+	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/fabric/route"
+	"github.com/fabemu/fabemu/fabric/topo"
+)
+
+// Preset is a named configuration reproducing a paper's setup.
+type Preset struct {
+	Name        string
+	Description string
+	Source      string // paper and section
+	Config      SimConfig
+}
+
+// base is the InfiniBand model of paper 004 §4.1 with uniform traffic.
+func base() SimConfig {
+	return SimConfig{
+		Topology: topo.DefaultConfig(topo.KindTorus),
+		Routing:  route.DefaultConfig(),
+		Fabric:   fabric.DefaultConfig(),
+		NIC:      DefaultConfig(),
+		Traffic:  DefaultTrafficConfig(),
+		Run:      RunConfig{Seed: 1, Duration: 200 * des.Microsecond, Warmup: 50 * des.Microsecond},
+	}
+}
+
+func torus(k []int, hosts int) topo.Config {
+	t := topo.DefaultConfig(topo.KindTorus)
+	t.K, t.HostsPerSwitch, t.Ports = k, hosts, 0
+	return t
+}
+
+func irregular(switches int) topo.Config {
+	t := topo.DefaultConfig(topo.KindIrregular)
+	t.Switches, t.Ports, t.HostsPerSwitch, t.Seed = switches, 8, 4, 1
+	return t
+}
+
+func minNet(hosts, radix int) topo.Config {
+	t := topo.DefaultConfig(topo.KindMIN)
+	t.Hosts, t.MINRadix, t.Stages = hosts, radix, 0
+	return t
+}
+
+// recn sets the switch of paper 000 §4.1: 8 Gb/s serial links, a 12 Gb/s
+// crossbar, 128 KB memories at input and output ports, 64-byte packets.
+func recn(c SimConfig) SimConfig {
+	c.Fabric.LinkRate = 8_000_000_000
+	c.Fabric.LineCoding = "none"
+	c.Fabric.CrossbarSpeedup = 1.5
+	c.Fabric.InputBuffer = 128 * 1024
+	c.Fabric.OutputBuffer = 128 * 1024
+	c.NIC.HeaderBytes = 0
+	c.Traffic.Sizes = "64"
+	return c
+}
+
+// recnIQ sets the input-queued switch of paper 003 §4.2: 1 GB/s links,
+// 4 KB input memory in 64-byte slots, no output buffers, 64-byte packets.
+func recnIQ(c SimConfig) SimConfig {
+	c.Fabric.LinkRate = 8_000_000_000
+	c.Fabric.LineCoding = "none"
+	c.Fabric.InputBuffer = 4 * 1024
+	c.Fabric.OutputBuffer = 0
+	c.Fabric.CreditBlock = 64
+	c.NIC.HeaderBytes = 0
+	c.Traffic.Sizes = "64"
+	return c
+}
+
+func with(c SimConfig, f func(*SimConfig)) SimConfig { f(&c); return c }
+
+// Presets returns every preset, sorted by name.
+func Presets() []Preset {
+	ps := []Preset{
+		{"torus8x8-dor", "8x8 torus, one host per switch, dimension-order routing with dateline lanes, IBA links, 256-byte packets",
+			"fabemu default; IBA model of paper 004 §4.1",
+			with(base(), func(c *SimConfig) { c.Topology = torus([]int{8, 8}, 1) })},
+		{"paper004-torus4x4", "4x4 torus, 8 hosts per switch, up*/down* escape, IBA model, 512-byte MTU",
+			"paper 004 §4.1, Table 2",
+			with(base(), func(c *SimConfig) {
+				c.Topology = torus([]int{4, 4}, 8)
+				c.Routing.Escape = "updown"
+				c.NIC.MTU = 512
+			})},
+		{"paper004-irregular16", "random irregular network of 16 8-port switches, 4 hosts each, up*/down* escape, 256-byte packets",
+			"paper 004 §4.1, Figure 5",
+			with(base(), func(c *SimConfig) { c.Topology = irregular(16) })},
+		{"paper004-irregular32", "random irregular network of 32 8-port switches, 4 hosts each, up*/down* escape, 512-byte MTU",
+			"paper 004 §4.1, Table 1",
+			with(base(), func(c *SimConfig) { c.Topology = irregular(32); c.NIC.MTU = 512 })},
+		{"paper004-irregular64", "random irregular network of 64 8-port switches, 4 hosts each, up*/down* escape, 256-byte packets",
+			"paper 004 §4.1, Figure 5",
+			with(base(), func(c *SimConfig) { c.Topology = irregular(64) })},
+		{"paper000-min64", "bidirectional MIN, 64 hosts, 48 8-port switches in 3 stages (perfect shuffle), RECN switch parameters, 64-byte packets",
+			"paper 000 §4.1",
+			recn(with(base(), func(c *SimConfig) { c.Topology = minNet(64, 8) }))},
+		{"paper000-min256", "bidirectional MIN, 256 hosts, 256 8-port switches in 4 stages, RECN switch parameters",
+			"paper 000 §4.1",
+			recn(with(base(), func(c *SimConfig) { c.Topology = minNet(256, 8) }))},
+		{"paper000-min512", "bidirectional MIN, 512 hosts, 640 8-port switches in 5 stages, RECN switch parameters",
+			"paper 000 §4.1",
+			recn(with(base(), func(c *SimConfig) { c.Topology = minNet(512, 8) }))},
+		{"paper003-min256-8x8", "256-host MIN of 8x8 input-queued switches, 1 GB/s links, 4 KB input memories, 64-byte packets",
+			"paper 003 §4.2",
+			recnIQ(with(base(), func(c *SimConfig) { c.Topology = minNet(256, 8) }))},
+		{"paper003-min256-32x32", "256-host MIN of 32x32 input-queued switches, 1 GB/s links, 4 KB input memories, 64-byte packets",
+			"paper 003 §4.2",
+			recnIQ(with(base(), func(c *SimConfig) { c.Topology = minNet(256, 32) }))},
+		{"paper001-8ary3cube", "8-ary 3-cube (512 hosts), adaptive routing with dateline escape lanes, 256-byte (16-flit) messages, Poisson arrivals",
+			"paper 001 §4.1",
+			with(base(), func(c *SimConfig) {
+				c.Topology = torus([]int{8, 8, 8}, 1)
+				c.Routing.Mode = route.Adaptive
+				c.Traffic.Process = "exponential"
+			})},
+		{"paper001-16ary3cube", "16-ary 3-cube (4096 hosts), adaptive routing with dateline escape lanes, 256-byte (16-flit) messages, Poisson arrivals",
+			"paper 001 §4.1",
+			with(base(), func(c *SimConfig) {
+				c.Topology = torus([]int{16, 16, 16}, 1)
+				c.Routing.Mode = route.Adaptive
+				c.Traffic.Process = "exponential"
+				c.Run.Duration, c.Run.Warmup = 100*des.Microsecond, 20*des.Microsecond
+			})},
+		{"paper002-torus16x16", "16x16 torus, fully adaptive (two adaptive lanes) with a dimension-order escape, buffers of 8 packets per lane",
+			"paper 002 §4",
+			with(base(), func(c *SimConfig) {
+				c.Topology = torus([]int{16, 16}, 1)
+				c.Routing.Mode = route.Adaptive
+				c.Routing.AdaptiveVLs = 2
+				c.Fabric.EscapeVLBuffer = 2304
+				c.Fabric.InputBuffer = 4 * 2304
+				c.Fabric.OutputBuffer = 4 * 2304
+			})},
+		{"paper002-torus32x32", "32x32 torus, fully adaptive (two adaptive lanes) with a dimension-order escape, buffers of 8 packets per lane",
+			"paper 002 §4",
+			with(base(), func(c *SimConfig) {
+				c.Topology = torus([]int{32, 32}, 1)
+				c.Routing.Mode = route.Adaptive
+				c.Routing.AdaptiveVLs = 2
+				c.Fabric.EscapeVLBuffer = 2304
+				c.Fabric.InputBuffer = 4 * 2304
+				c.Fabric.OutputBuffer = 4 * 2304
+			})},
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
+	return ps
+}
+
+// LookupPreset returns the named preset's configuration.
+func LookupPreset(name string) (SimConfig, error) {
+	var names []string
+	for _, p := range Presets() {
+		if p.Name == name {
+			return p.Config, nil
+		}
+		names = append(names, p.Name)
+	}
+	return SimConfig{}, fmt.Errorf("unknown preset %q; presets: %s", name, strings.Join(names, ", "))
+}

@@ -1,0 +1,199 @@
+package nic
+
+import (
+	"time"
+
+	"github.com/fabemu/fabemu/fabric"
+	"github.com/fabemu/fabemu/internal/hist"
+	"github.com/fabemu/fabemu/internal/units"
+)
+
+// SummarySchema versions the JSON summary of a synthetic run.
+const SummarySchema = "fabemu.summary/v1"
+
+// Summary is the result of a synthetic-traffic run. Everything outside
+// Run is a pure function of the configuration and seed.
+type Summary struct {
+	Schema   string          `json:"schema"`
+	Config   SimConfig       `json:"config"`
+	Topology TopologySummary `json:"topology"`
+	Routing  RoutingSummary  `json:"routing"`
+
+	SimTimeNs    float64 `json:"sim_time_ns"`
+	WarmupNs     float64 `json:"warmup_ns"`
+	ActiveHosts  int     `json:"active_hosts"`
+	OfferedLoad  float64 `json:"offered_load"`
+	AcceptedLoad float64 `json:"accepted_load"`
+
+	AcceptedBytesPerNs              float64         `json:"accepted_bytes_per_ns"`
+	AcceptedBytesPerNsPerSwitch     float64         `json:"accepted_bytes_per_ns_per_switch"`
+	AcceptedWireBytesPerNsPerSwitch float64         `json:"accepted_wire_bytes_per_ns_per_switch"`
+	PerHostAcceptedLoad             MinMeanMax      `json:"per_host_accepted_load"`
+	Packets                         PacketCounts    `json:"packets"`
+	LatencyNs                       hist.Summary    `json:"latency_ns"`
+	NetworkLatencyNs                hist.Summary    `json:"network_latency_ns"`
+	Hops                            HopSummary      `json:"hops"`
+	LinkUtilisation                 MinMeanMax      `json:"link_utilisation"`
+	Invariants                      InvariantReport `json:"invariants"`
+	Run                             *RunInfo        `json:"run,omitempty"`
+}
+
+// TopologySummary counts the fabric.
+type TopologySummary struct {
+	Name     string `json:"name"`
+	Describe string `json:"describe"`
+	Switches int    `json:"switches"`
+	Hosts    int    `json:"hosts"`
+	Links    int    `json:"links"`
+}
+
+// RoutingSummary says what routing ran.
+type RoutingSummary struct {
+	Mode        string `json:"mode"`
+	Escape      string `json:"escape"`
+	VLs         int    `json:"vls"`
+	EscapeVLs   int    `json:"escape_vls"`
+	EscapeCheck string `json:"escape_check"`
+}
+
+// MinMeanMax is a spread over hosts or links.
+type MinMeanMax struct {
+	Min  float64 `json:"min"`
+	Mean float64 `json:"mean"`
+	Max  float64 `json:"max"`
+}
+
+// PacketCounts are over the whole run (warm-up included), so that
+// generated = delivered + in_flight + queued_at_sources.
+type PacketCounts struct {
+	Generated         uint64 `json:"generated"`
+	Injected          uint64 `json:"injected"`
+	Delivered         uint64 `json:"delivered"`
+	InFlight          uint64 `json:"in_flight"`
+	QueuedAtSources   uint64 `json:"queued_at_sources"`
+	DeliveredInWindow uint64 `json:"delivered_in_window"`
+	OutOfOrder        uint64 `json:"out_of_order"`
+	CreditPackets     uint64 `json:"credit_packets"`
+	EscapeGrants      uint64 `json:"escape_grants"`
+	AdaptiveGrants    uint64 `json:"adaptive_grants"`
+}
+
+// HopSummary is switches traversed per packet.
+type HopSummary struct {
+	Mean float64 `json:"mean"`
+	Max  int64   `json:"max"`
+}
+
+// InvariantReport lists every invariant checked at the end of a run.
+type InvariantReport struct {
+	OK                 bool     `json:"ok"`
+	PacketsConserved   bool     `json:"packets_conserved"`
+	CreditsNonNegative bool     `json:"credits_non_negative"`
+	CreditsConserved   bool     `json:"credits_conserved"`
+	BuffersWithinCap   bool     `json:"buffers_within_capacity"`
+	InOrder            *bool    `json:"in_order,omitempty"` // checked where routing is deterministic
+	NoDeadlock         bool     `json:"no_deadlock"`
+	Violations         []string `json:"violations,omitempty"`
+}
+
+// RunInfo depends on the machine, not the model.
+type RunInfo struct {
+	WallSeconds               float64 `json:"wall_seconds"`
+	Events                    uint64  `json:"events"`
+	EventsPerSecond           float64 `json:"events_per_second"`
+	DeliveredPacketsPerSecond float64 `json:"delivered_packets_per_second"`
+}
+
+func fabricDataRate(fc fabric.Config) units.BitRate { return units.BitRate(fc.DataRate()) }
+
+// RunSim runs a synthetic-traffic simulation and summarises it.
+func RunSim(cfg SimConfig, progress Progress) (*Summary, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	end := cfg.Run.Warmup + cfg.Run.Duration
+	s, err := NewSession(cfg.Topology, cfg.Routing, cfg.Fabric, cfg.NIC, cfg.Run.Warmup, end, cfg.Run.Bin)
+	if err != nil {
+		return nil, err
+	}
+	syn, err := newSynth(s.Net, s.Eng, cfg.Traffic, HostLink(cfg.Fabric, cfg.NIC), cfg.Run.Seed, end)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	syn.start()
+	runErr := s.runUntil(end, progress)
+	wall := time.Since(start).Seconds()
+	sum := s.summarize(cfg, syn.active)
+	sum.Run = &RunInfo{WallSeconds: wall, Events: s.Eng.Fired(),
+		EventsPerSecond:           float64(s.Eng.Fired()) / wall,
+		DeliveredPacketsPerSecond: float64(s.Fabric.Stats.Delivered) / wall}
+	if runErr != nil {
+		sum.Invariants.NoDeadlock = false
+		sum.Invariants.OK = false
+		return sum, runErr
+	}
+	return sum, nil
+}
+
+func (s *Session) summarize(cfg SimConfig, active int) *Summary {
+	m := s.Metrics
+	f := s.Fabric
+	window := m.End - m.Warmup
+	ns := window.Nanoseconds()
+	capBytesPerNs := float64(cfg.Fabric.DataRate()) / 8e9
+	sum := &Summary{Schema: SummarySchema, Config: cfg,
+		Topology: TopologySummary{Name: s.Topo.Name, Describe: s.Topo.Describe(), Switches: s.Topo.NumSwitches(), Hosts: s.Topo.NumHosts(), Links: len(s.Topo.Links)},
+		Routing: RoutingSummary{Mode: string(s.Router.Mode()), Escape: s.Router.EscapeName(), VLs: s.Router.NumVLs(),
+			EscapeVLs: s.Router.EscapeVLs(), EscapeCheck: s.Router.CheckNote},
+		SimTimeNs: ns, WarmupNs: m.Warmup.Nanoseconds(), ActiveHosts: active,
+	}
+	if active > 0 {
+		sum.OfferedLoad = float64(m.GenWireBytes) / ns / capBytesPerNs / float64(active)
+		sum.AcceptedLoad = float64(m.DelWireBytes) / ns / capBytesPerNs / float64(active)
+	}
+	sum.AcceptedBytesPerNs = float64(m.DelPayload) / ns
+	sum.AcceptedBytesPerNsPerSwitch = sum.AcceptedBytesPerNs / float64(s.Topo.NumSwitches())
+	sum.AcceptedWireBytesPerNsPerSwitch = float64(m.DelWireBytes) / ns / float64(s.Topo.NumSwitches())
+	first := true
+	for _, b := range m.PerHostWire {
+		l := float64(b) / ns / capBytesPerNs
+		if first || l < sum.PerHostAcceptedLoad.Min {
+			sum.PerHostAcceptedLoad.Min = l
+		}
+		sum.PerHostAcceptedLoad.Max = max(sum.PerHostAcceptedLoad.Max, l)
+		sum.PerHostAcceptedLoad.Mean += l / float64(len(m.PerHostWire))
+		first = false
+	}
+	st := f.Stats
+	sum.Packets = PacketCounts{Generated: s.Net.Generated, Injected: st.Injected, Delivered: st.Delivered,
+		InFlight: f.InFabric(), QueuedAtSources: uint64(s.Net.Queued), DeliveredInWindow: m.DelPackets,
+		OutOfOrder: m.AllOutOfOrder, CreditPackets: st.CreditPackets, EscapeGrants: st.EscapeGrants, AdaptiveGrants: st.AdaptiveGrants}
+	sum.LatencyNs = m.Latency.Summarize(1000)
+	sum.NetworkLatencyNs = m.NetLatency.Summarize(1000)
+	sum.Hops = HopSummary{Mean: m.Hops.Mean(), Max: m.Hops.Max()}
+	mean, mx := f.LinkUtilisation()
+	sum.LinkUtilisation = MinMeanMax{Mean: mean, Max: mx}
+	sum.Invariants = s.invariants()
+	return sum
+}
+
+func (s *Session) invariants() InvariantReport {
+	iv := s.Fabric.CheckInvariants()
+	st := s.Fabric.Stats
+	r := InvariantReport{
+		PacketsConserved:   s.Net.Generated == st.Delivered+s.Fabric.InFabric()+uint64(s.Net.Queued) && uint64(s.Fabric.Occupancy()) <= s.Fabric.InFabric(),
+		CreditsNonNegative: iv.CreditsNonNegative, CreditsConserved: iv.CreditsConserved, BuffersWithinCap: iv.BuffersWithinCap,
+		NoDeadlock: s.Fabric.Deadlock == nil, Violations: iv.Violations,
+	}
+	if !r.PacketsConserved {
+		r.Violations = append(r.Violations, "packets: generated != delivered + in flight + queued at sources")
+	}
+	r.OK = r.PacketsConserved && iv.OK() && r.NoDeadlock
+	if s.Router.Mode() == "deterministic" {
+		ok := s.Metrics.AllOutOfOrder == 0
+		r.InOrder = &ok
+		r.OK = r.OK && ok
+	}
+	return r
+}
