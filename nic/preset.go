@@ -27,7 +27,7 @@ func base() SimConfig {
 		Fabric:   fabric.DefaultConfig(),
 		NIC:      DefaultConfig(),
 		Traffic:  DefaultTrafficConfig(),
-		Run:      RunConfig{Seed: 1, Duration: 200 * des.Microsecond, Warmup: 50 * des.Microsecond},
+		Run:      RunConfig{Seed: 1, Duration: 1 * des.Millisecond, Warmup: 100 * des.Microsecond},
 	}
 }
 

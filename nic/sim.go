@@ -35,7 +35,16 @@ type Summary struct {
 	Hops                            HopSummary      `json:"hops"`
 	LinkUtilisation                 MinMeanMax      `json:"link_utilisation"`
 	Invariants                      InvariantReport `json:"invariants"`
+	Timeseries                      []Bin           `json:"timeseries"`
 	Run                             *RunInfo        `json:"run,omitempty"`
+}
+
+// Bin is one time-series bin over the whole run, warm-up included.
+type Bin struct {
+	TimeUs                      float64 `json:"time_us"` // bin start
+	OfferedLoad                 float64 `json:"offered_load"`
+	AcceptedLoad                float64 `json:"accepted_load"`
+	AcceptedBytesPerNsPerSwitch float64 `json:"accepted_bytes_per_ns_per_switch"`
 }
 
 // TopologySummary counts the fabric.
@@ -175,6 +184,7 @@ func (s *Session) summarize(cfg SimConfig, active int) *Summary {
 	mean, mx := f.LinkUtilisation()
 	sum.LinkUtilisation = MinMeanMax{Mean: mean, Max: mx}
 	sum.Invariants = s.invariants()
+	sum.Timeseries = s.timeseries(active, capBytesPerNs)
 	return sum
 }
 
@@ -196,4 +206,28 @@ func (s *Session) invariants() InvariantReport {
 		r.OK = r.OK && ok
 	}
 	return r
+}
+
+// timeseries turns the metric bins into loads per bin.
+func (s *Session) timeseries(active int, capBytesPerNs float64) []Bin {
+	m := s.Metrics
+	n := int((m.End + m.BinWidth - 1) / m.BinWidth)
+	binNs := m.BinWidth.Nanoseconds()
+	at := func(xs []int64, i int) float64 {
+		if i < len(xs) {
+			return float64(xs[i])
+		}
+		return 0
+	}
+	out := make([]Bin, n)
+	for i := range out {
+		b := &out[i]
+		b.TimeUs = float64(i) * binNs / 1000
+		if active > 0 {
+			b.OfferedLoad = at(m.BinGenWire, i) / binNs / capBytesPerNs / float64(active)
+			b.AcceptedLoad = at(m.BinWire, i) / binNs / capBytesPerNs / float64(active)
+		}
+		b.AcceptedBytesPerNsPerSwitch = at(m.BinPayload, i) / binNs / float64(s.Topo.NumSwitches())
+	}
+	return out
 }

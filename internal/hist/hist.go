@@ -8,6 +8,7 @@ package hist
 import (
 	"math"
 	"math/bits"
+	"strconv"
 )
 
 const subBits = 7 // 128 sub-buckets per power of two
@@ -138,4 +139,11 @@ type Summary struct {
 // picoseconds into nanoseconds).
 func (h *Hist) Summarize(div float64) Summary {
 	return Summary{Count: h.n, Mean: h.Mean() / div, P50: h.Quantile(0.5) / div, P99: h.Quantile(0.99) / div, Max: float64(h.max) / div}
+}
+
+// String formats the digest as "mean / p50 / p99 / max" with up to four
+// significant digits.
+func (s Summary) String() string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+	return f(s.Mean) + " / " + f(s.P50) + " / " + f(s.P99) + " / " + f(s.Max)
 }
