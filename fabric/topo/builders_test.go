@@ -178,8 +178,7 @@ func TestMIN(t *testing.T) {
 		// Paper 003 §4.2: 256 nodes of 8x8 and of 32x32 switches.
 		{"003-8x8", 256, 8, 0, 4, 256, 768, ""},
 		{"003-32x32", 256, 32, 0, 2, 32, 256, ""},
-		// Paper 003 §1: 64 nodes, three stages of 4x4 switches (k=2 gives 6; the
-		// text's "4x4" counts one direction of 8-port bidirectional switches).
+		// Radix 4 (k = 2): the classic binary shuffle-exchange shape.
 		{"binary-16", 16, 4, 0, 4, 32, 48, ""},
 		{"one-switch", 4, 8, 0, 1, 1, 0, ""},
 		{"extra-stage", 64, 8, 4, 4, 64, 192, ""},
