@@ -255,6 +255,7 @@ type reader struct {
 	opts    Options
 	closers []io.Closer
 
+	scratch Record
 	heap    []heapItem // sort window, a binary min-heap
 	seq     uint64
 	decEOF  bool
@@ -286,22 +287,24 @@ func (r *reader) Close() error {
 }
 
 func (r *reader) Next() (Record, error) {
+	// r.scratch, not a local: a pointer passed through the decoder
+	// interface escapes, and a local would then be allocated per record.
 	var rec Record
 	if r.opts.SortWindow <= 0 {
-		if err := r.dec.next(&rec); err != nil {
+		if err := r.dec.next(&r.scratch); err != nil {
 			return Record{}, err
 		}
+		rec = r.scratch
 	} else {
 		for !r.decEOF && len(r.heap) < r.opts.SortWindow {
-			var in Record
-			if err := r.dec.next(&in); err != nil {
+			if err := r.dec.next(&r.scratch); err != nil {
 				if err == io.EOF {
 					r.decEOF = true
 					break
 				}
 				return Record{}, err
 			}
-			r.push(heapItem{in, r.seq})
+			r.push(heapItem{r.scratch, r.seq})
 			r.seq++
 		}
 		if len(r.heap) == 0 {

@@ -33,7 +33,6 @@ type srtDecoder struct {
 	br   *bufio.Reader
 	off  int64 // byte offset of the next record
 	nrec int   // records framed so far (all types)
-	buf  [srtMaxRecord]byte
 
 	header     string
 	tracedate  time.Time
@@ -187,19 +186,20 @@ func (d *srtDecoder) next(rec *Record) error {
 	be := binary.BigEndian
 	for {
 		off := d.off
-		n, err := io.ReadFull(d.br, d.buf[:8])
+		// Peek/Discard decode straight from the bufio buffer, no copy.
+		hdr, err := d.br.Peek(8)
 		if err != nil {
-			if err == io.EOF {
+			if err == io.EOF && len(hdr) == 0 {
 				return io.EOF
 			}
 			d.nrec++
-			if err == io.ErrUnexpectedEOF {
-				return d.errf(off, "truncated record header: file ends %d bytes into the 8-byte size/id words", n)
+			if err == io.EOF {
+				return d.errf(off, "truncated record header: file ends %d bytes into the 8-byte size/id words", len(hdr))
 			}
 			return d.errf(off, "%v", err)
 		}
 		d.nrec++
-		size, id := be.Uint32(d.buf[0:]), be.Uint32(d.buf[4:])
+		size, id := be.Uint32(hdr[0:]), be.Uint32(hdr[4:])
 		version, typ := id>>16, id&0xFFFF
 		switch {
 		case size < 8:
@@ -211,13 +211,14 @@ func (d *srtDecoder) next(rec *Record) error {
 		case version < 1 || version > 7:
 			return d.errf(off, "record version %d outside 1..7 (id word 0x%08x)", version, id)
 		}
-		n, err = io.ReadFull(d.br, d.buf[8:size])
+		b, err := d.br.Peek(int(size))
 		if err != nil {
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return d.errf(off, "truncated record: size word says %d bytes, file ends after %d", size, 8+n)
+			if err == io.EOF {
+				return d.errf(off, "truncated record: size word says %d bytes, file ends after %d", size, len(b))
 			}
 			return d.errf(off, "%v", err)
 		}
+		d.br.Discard(int(size))
 		d.off += int64(size)
 		if typ != srtTypeShort {
 			if typ == srtTypeSusp {
@@ -227,7 +228,6 @@ func (d *srtDecoder) next(rec *Record) error {
 			}
 			continue
 		}
-		b := d.buf[:size]
 		if version == 7 {
 			if size < 72 {
 				return d.errf(off, "version 7 ShortIO record of %d bytes is shorter than the 72 bytes that hold its disk offset", size)

@@ -86,7 +86,7 @@ func TestTextReaders(t *testing.T) {
 		},
 		{
 			name: "disksim", format: DiskSim,
-			in:   "13.191135 30 0 5 1\n14.5 2 100 16 0x100\n\n15 2 8 2 80\n",
+			in: "13.191135 30 0 5 1\n14.5 2 100 16 0x100\n\n15 2 8 2 80\n",
 			want: []Record{
 				{Arrival: 13191135 * time.Nanosecond, Device: 30, Offset: 0, Size: 2560, Op: OpRead, Sync: true},
 				{Arrival: 14500 * us, Device: 2, Offset: 51200, Size: 8192, Op: OpWrite},
@@ -321,4 +321,3 @@ func TestParseErrorFormat(t *testing.T) {
 		}
 	}
 }
-
