@@ -1,0 +1,178 @@
+package tap
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fabemu/fabemu/internal/netnsutil"
+	"github.com/fabemu/fabemu/internal/privtest"
+	"github.com/vishvananda/netlink"
+)
+
+// uniq returns a random suffix so parallel test runs do not clash.
+func uniq() string { return fmt.Sprintf("%06x", rand.Uint32()&0xffffff) }
+
+// newNS creates a namespace the test owns and removes it on cleanup.
+func newNS(t testing.TB, tag string) string {
+	t.Helper()
+	name := "fe-tap-" + tag + "-" + uniq()
+	if err := netnsutil.Create(name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if netnsutil.Exists(name) {
+			if err := netnsutil.Delete(name); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		}
+	})
+	return name
+}
+
+// create makes a device and closes it on cleanup.
+func create(t testing.TB, cfg Config) *Device {
+	t.Helper()
+	d, err := Create(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	return d
+}
+
+// pair is two TAPs in two namespaces of one 10.250.x.0/24 subnet.
+type pair struct {
+	a, b       *Device
+	ipA, ipB   netip.Addr
+	in         chan *Frame
+	stopFwd    chan struct{}
+	fwdDone    sync.WaitGroup
+	forwarded  [2]uint64 // a->b, b->a; read after stop
+	macA, macB net.HardwareAddr
+}
+
+func newPair(t testing.TB, sinkCap int) *pair {
+	t.Helper()
+	privtest.Require(t, "TAP devices and network namespaces")
+	s := rand.IntN(256)
+	p := &pair{
+		ipA:  netip.AddrFrom4([4]byte{10, 250, byte(s), 1}),
+		ipB:  netip.AddrFrom4([4]byte{10, 250, byte(s), 2}),
+		macA: net.HardwareAddr{0x02, 0xfe, 0, 0, byte(s), 1},
+		macB: net.HardwareAddr{0x02, 0xfe, 0, 0, byte(s), 2},
+		in:   make(chan *Frame, sinkCap),
+	}
+	id := uniq()
+	p.a = create(t, Config{Name: "fta" + id, MAC: p.macA, Netns: "fe-tap-a-" + id,
+		Addrs: []netip.Prefix{netip.PrefixFrom(p.ipA, 24)}})
+	p.b = create(t, Config{Name: "ftb" + id, MAC: p.macB, Netns: "fe-tap-b-" + id,
+		Addrs: []netip.Prefix{netip.PrefixFrom(p.ipB, 24)}})
+	return p
+}
+
+// forward starts the trivial bridge: every frame read from one TAP is sent
+// to the other, by one goroutine, in order.
+func (p *pair) forward(t testing.TB) {
+	t.Helper()
+	if err := p.a.Start(p.in); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.b.Start(p.in); err != nil {
+		t.Fatal(err)
+	}
+	p.stopFwd = make(chan struct{})
+	p.fwdDone.Add(1)
+	go func() {
+		defer p.fwdDone.Done()
+		for {
+			select {
+			case f := <-p.in:
+				if f.Dev == p.a {
+					p.forwarded[0]++
+					_ = p.b.Send(f)
+				} else {
+					p.forwarded[1]++
+					_ = p.a.Send(f)
+				}
+			case <-p.stopFwd:
+				return
+			}
+		}
+	}()
+	t.Cleanup(p.stop)
+}
+
+func (p *pair) stop() {
+	if p.stopFwd != nil {
+		close(p.stopFwd)
+		p.fwdDone.Wait()
+		p.stopFwd = nil
+	}
+}
+
+// listenUDP opens a UDP socket inside namespace ns.
+func listenUDP(t testing.TB, ns string, addr netip.AddrPort) *net.UDPConn {
+	t.Helper()
+	var c *net.UDPConn
+	err := netnsutil.Do(ns, func() (err error) {
+		c, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(addr))
+		return err
+	})
+	if err != nil {
+		t.Fatalf("listen %v in %s: %v", addr, ns, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// addNeigh installs a permanent ARP entry so traffic leaves at once without
+// address resolution.
+func addNeigh(t testing.TB, d *Device, ip netip.Addr, mac net.HardwareAddr) {
+	t.Helper()
+	h, err := netnsutil.Handle(d.Netns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	link, err := h.LinkByName(d.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = h.NeighAdd(&netlink.Neigh{LinkIndex: link.Attrs().Index, Family: netlink.FAMILY_V4,
+		State: netlink.NUD_PERMANENT, IP: ip.AsSlice(), HardwareAddr: mac})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// linkIn looks a device up in its namespace.
+func linkIn(t testing.TB, ns, name string) (netlink.Link, error) {
+	t.Helper()
+	h, err := netnsutil.Handle(ns)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	return h.LinkByName(name)
+}
+
+// within polls cond until it holds or the deadline passes.
+func within(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return cond()
+}

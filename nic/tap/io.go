@@ -1,0 +1,291 @@
+package tap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/fabemu/fabemu/nic/ether"
+	"go.uber.org/zap"
+)
+
+// Frame is one Ethernet frame crossing the TAP boundary, in a pooled buffer.
+// Whoever holds a Frame owns it until they pass it to Send (which takes
+// ownership) or call Release.
+type Frame struct {
+	// Data is the frame from the destination MAC on (no packet-information
+	// header, no FCS).
+	Data []byte
+	// At is the wall-clock time the read returned (zero for frames from
+	// NewFrame).
+	At time.Time
+	// Header is Data's parsed Ethernet header.
+	Header ether.Header
+	// Dev is the device the frame was read from or allocated by.
+	Dev *Device
+
+	buf []byte
+}
+
+// Release returns f's buffer to its device's pool. f must not be used
+// afterwards.
+func (f *Frame) Release() {
+	d := f.Dev
+	f.Data, f.Dev, f.At = nil, nil, time.Time{}
+	if d != nil {
+		d.pool.Put(f)
+	}
+}
+
+// NewFrame returns an empty pooled frame whose Data can grow (with append)
+// up to the device's largest valid frame without reallocating.
+func (d *Device) NewFrame() *Frame {
+	f := d.pool.Get().(*Frame)
+	f.Dev = d
+	f.Data = f.buf[:0]
+	return f
+}
+
+// Cause is why a frame was refused at the boundary.
+type Cause int
+
+// Refusal causes.
+const (
+	CauseQueueFull  Cause = iota // the writer queue was full
+	CauseTooShort                // shorter than its Ethernet header
+	CauseTooLong                 // payload longer than the MTU
+	CauseWriteError              // the kernel refused the write (e.g. device down)
+	CauseClosed                  // offered or read while the device was closing
+	NumCauses
+)
+
+var causeNames = [NumCauses]string{"queue_full", "too_short", "too_long", "write_error", "closed"}
+
+// String returns the cause's metric label, e.g. "queue_full".
+func (c Cause) String() string {
+	if c < 0 || c >= NumCauses {
+		return fmt.Sprintf("cause(%d)", int(c))
+	}
+	return causeNames[c]
+}
+
+// Stats is a snapshot of a device's boundary counters.
+type Stats struct {
+	// FramesIn and BytesIn count frames read from the TAP and handed to
+	// the inbound channel.
+	FramesIn, BytesIn uint64
+	// FramesOut and BytesOut count frames written to the TAP.
+	FramesOut, BytesOut uint64
+	// Stalls counts how often the reader found the inbound channel full and
+	// stopped reading until the consumer took a frame (backpressure, no loss).
+	Stalls uint64
+	// ReadErrors counts failed reads (the reader stops on the first one
+	// other than Close; see Device.Err).
+	ReadErrors uint64
+	// InRefused counts frames read from the TAP and dropped, by cause
+	// (too_short, too_long, closed).
+	InRefused [NumCauses]uint64
+	// OutRefused counts frames offered to Send and not written, by cause.
+	OutRefused [NumCauses]uint64
+}
+
+type counters struct {
+	framesIn, bytesIn, framesOut, bytesOut atomic.Uint64
+	stalls, readErrors                     atomic.Uint64
+	inRefused, outRefused                  [NumCauses]atomic.Uint64
+	inLog, outLog                          [NumCauses]rateLimit
+}
+
+// Stats returns a snapshot of the counters (each read atomically; the set
+// is not one atomic snapshot).
+func (d *Device) Stats() Stats {
+	c := &d.ctr
+	s := Stats{
+		FramesIn: c.framesIn.Load(), BytesIn: c.bytesIn.Load(),
+		FramesOut: c.framesOut.Load(), BytesOut: c.bytesOut.Load(),
+		Stalls: c.stalls.Load(), ReadErrors: c.readErrors.Load(),
+	}
+	for i := range NumCauses {
+		s.InRefused[i] = c.inRefused[i].Load()
+		s.OutRefused[i] = c.outRefused[i].Load()
+	}
+	return s
+}
+
+// rateLimit lets one log line per cause through per logInterval and counts
+// the ones it held back.
+type rateLimit struct {
+	next       atomic.Int64 // unix nanoseconds
+	suppressed atomic.Uint64
+}
+
+const logInterval = time.Second
+
+func (r *rateLimit) allow(now time.Time) (ok bool, suppressed uint64) {
+	n := r.next.Load()
+	if now.UnixNano() < n || !r.next.CompareAndSwap(n, now.Add(logInterval).UnixNano()) {
+		r.suppressed.Add(1)
+		return false, 0
+	}
+	return true, r.suppressed.Swap(0)
+}
+
+// Errors returned by Send and Write. Frame-size errors are ether.ErrTooShort
+// and ether.ErrTooLong.
+var (
+	ErrQueueFull = errors.New("tap: writer queue full")
+	ErrClosed    = errors.New("tap: device closed")
+	ErrStarted   = errors.New("tap: already started")
+)
+
+// Start launches the reader and the writer. The reader hands every valid
+// frame to in, blocking while in is full: it then reads nothing more, so the
+// kernel's TAP queue holds further frames (and drops past its own limit,
+// counted by the kernel as the device's tx_dropped). in may be shared by
+// several devices (Frame.Dev tells them apart); its capacity is the bound.
+// The consumer owns received frames and must Release or Send them.
+func (d *Device) Start(in chan<- *Frame) error {
+	err := ErrStarted
+	d.startOnce.Do(func() {
+		err = nil
+		d.started.Store(true)
+		d.readerWG.Add(1)
+		d.writerWG.Add(1)
+		go d.readLoop(in)
+		go d.writeLoop()
+	})
+	return err
+}
+
+// readLoop is the device's only reader.
+func (d *Device) readLoop(in chan<- *Frame) {
+	defer d.readerWG.Done()
+	for {
+		f := d.NewFrame()
+		n, err := d.file.Read(f.buf)
+		at := time.Now()
+		if err != nil {
+			f.Release()
+			select {
+			case <-d.done:
+				return // Close closed the fd
+			default:
+			}
+			if errors.Is(err, os.ErrClosed) {
+				return
+			}
+			d.ctr.readErrors.Add(1)
+			err = fmt.Errorf("tap %s: read: %w", d.name, err)
+			d.readErr.Store(&err)
+			d.log.Error("reader stopped", zap.Error(err))
+			return
+		}
+		if n > len(f.buf) { // the kernel reports a frame longer than the buffer
+			d.refuseIn(f, CauseTooLong, n)
+			continue
+		}
+		f.Data = f.buf[:n]
+		h, err := ether.Validate(f.Data, d.mtu)
+		if err != nil {
+			c := CauseTooShort
+			if errors.Is(err, ether.ErrTooLong) {
+				c = CauseTooLong
+			}
+			d.refuseIn(f, c, n)
+			continue
+		}
+		f.Header, f.At = h, at
+		select {
+		case in <- f:
+		default:
+			// Backpressure: stop reading until the consumer admits this one.
+			d.ctr.stalls.Add(1)
+			select {
+			case in <- f:
+			case <-d.done:
+				d.refuseIn(f, CauseClosed, n)
+				return
+			}
+		}
+		d.ctr.framesIn.Add(1)
+		d.ctr.bytesIn.Add(uint64(n))
+	}
+}
+
+func (d *Device) refuseIn(f *Frame, c Cause, n int) {
+	f.Release()
+	d.ctr.inRefused[c].Add(1)
+	if ok, sup := d.ctr.inLog[c].allow(time.Now()); ok {
+		d.log.Warn("dropped frame read from TAP", zap.Stringer("cause", c), zap.Int("bytes", n),
+			zap.Int("mtu", d.mtu), zap.Uint64("suppressed_since_last_log", sup))
+	}
+}
+
+func (d *Device) refuseOut(f *Frame, c Cause, err error) {
+	n := len(f.Data)
+	f.Release()
+	d.ctr.outRefused[c].Add(1)
+	if ok, sup := d.ctr.outLog[c].allow(time.Now()); ok {
+		d.log.Warn("refused frame for TAP", zap.Stringer("cause", c), zap.Int("bytes", n),
+			zap.Int("mtu", d.mtu), zap.Error(err), zap.Uint64("suppressed_since_last_log", sup))
+	}
+}
+
+// Send queues f for writing and takes ownership of it in every case. It
+// never blocks: if the frame is invalid for the MTU, the queue is full or
+// the device is closing, the frame is released, counted by cause and an
+// error returned (ErrQueueFull, ErrClosed, ether.ErrTooShort, ether.ErrTooLong).
+func (d *Device) Send(f *Frame) error {
+	if _, err := ether.Validate(f.Data, d.mtu); err != nil {
+		c := CauseTooShort
+		if errors.Is(err, ether.ErrTooLong) {
+			c = CauseTooLong
+		}
+		d.refuseOut(f, c, nil)
+		return err
+	}
+	d.txMu.RLock()
+	defer d.txMu.RUnlock()
+	if d.txClosed {
+		d.refuseOut(f, CauseClosed, nil)
+		return ErrClosed
+	}
+	select {
+	case d.txq <- f:
+		return nil
+	default:
+		d.refuseOut(f, CauseQueueFull, nil)
+		return ErrQueueFull
+	}
+}
+
+// Write copies p into a pooled frame and Sends it.
+func (d *Device) Write(p []byte) error {
+	f := d.NewFrame()
+	if len(p) > len(f.buf) {
+		f.Data = p // not retained: Send refuses it as too long
+	} else {
+		f.Data = append(f.Data, p...)
+	}
+	return d.Send(f)
+}
+
+// writeLoop is the device's only writer: frames leave in Send order.
+func (d *Device) writeLoop() {
+	defer d.writerWG.Done()
+	for f := range d.txq {
+		n, err := d.file.Write(f.Data)
+		if err == nil && n != len(f.Data) {
+			err = fmt.Errorf("short write: %d of %d bytes", n, len(f.Data))
+		}
+		if err != nil {
+			d.refuseOut(f, CauseWriteError, err)
+			continue
+		}
+		d.ctr.framesOut.Add(1)
+		d.ctr.bytesOut.Add(uint64(n))
+		f.Release()
+	}
+}
