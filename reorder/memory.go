@@ -35,8 +35,28 @@ func (k MemoryKind) String() string {
 	return fmt.Sprintf("MemoryKind(%d)", uint8(k))
 }
 
+// MarshalText writes the kind's name ("static", "dynamic", "unlimited").
+func (k MemoryKind) MarshalText() ([]byte, error) {
+	if k < Static || k > Unlimited {
+		return nil, fmt.Errorf("reorder: memory kind %d is not static, dynamic or unlimited", uint8(k))
+	}
+	return []byte(k.String()), nil
+}
+
+// UnmarshalText reads a kind's name.
+func (k *MemoryKind) UnmarshalText(b []byte) error {
+	for _, c := range []MemoryKind{Static, Dynamic, Unlimited} {
+		if strings.EqualFold(string(b), c.String()) {
+			*k = c
+			return nil
+		}
+	}
+	return fmt.Errorf("reorder: memory kind %q: want static, dynamic or unlimited", b)
+}
+
 // MemorySpec describes the rearrangement memory of one destination NIC.
-// All sizes are bytes.
+// All sizes are bytes. In JSON and YAML it is written as its String form
+// ("dynamic:256KiB,cap=128KiB"), through MarshalText and UnmarshalText.
 type MemorySpec struct {
 	Kind MemoryKind `json:"kind"`
 	// PerConn is the fixed buffer per connection (Static only).
@@ -98,6 +118,24 @@ func (s MemorySpec) String() string {
 		return "unlimited"
 	}
 	return fmt.Sprintf("MemorySpec{Kind:%d PerConn:%d Pool:%d Cap:%d}", uint8(s.Kind), s.PerConn, s.Pool, s.Cap)
+}
+
+// MarshalText writes the spec in ParseMemorySpec syntax.
+func (s MemorySpec) MarshalText() ([]byte, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return []byte(s.String()), nil
+}
+
+// UnmarshalText parses the spec with ParseMemorySpec.
+func (s *MemorySpec) UnmarshalText(b []byte) error {
+	spec, err := ParseMemorySpec(string(b))
+	if err != nil {
+		return err
+	}
+	*s = spec
+	return nil
 }
 
 // ParseMemorySpec reads a memory spec:

@@ -1,6 +1,7 @@
 package reorder
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -117,4 +118,25 @@ func FuzzParseMemorySpec(f *testing.F) {
 			t.Fatalf("round trip of %q via %q: %+v, %v", s, spec.String(), back, err)
 		}
 	})
+}
+
+func TestMemorySpecText(t *testing.T) {
+	type config struct {
+		Memory MemorySpec `json:"memory"`
+		Kind   MemoryKind `json:"kind"`
+	}
+	b, err := json.Marshal(config{Dynamic256KiB, Static})
+	if err != nil || string(b) != `{"memory":"dynamic:256KiB,cap=128KiB","kind":"static"}` {
+		t.Fatalf("marshal: %s, %v", b, err)
+	}
+	var c config
+	if err := json.Unmarshal([]byte(`{"memory":"static:32KiB","kind":"Unlimited"}`), &c); err != nil || c.Memory != Static32KiB || c.Kind != Unlimited {
+		t.Fatalf("unmarshal: %+v, %v", c, err)
+	}
+	if err := json.Unmarshal([]byte(`{"memory":"static:lots"}`), &c); err == nil || !strings.Contains(err.Error(), "static:lots") {
+		t.Fatalf("bad spec: %v", err)
+	}
+	if _, err := json.Marshal(config{Memory: MemorySpec{Kind: Static, PerConn: -1}, Kind: Static}); err == nil {
+		t.Fatal("marshalled an invalid spec")
+	}
 }
