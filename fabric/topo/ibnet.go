@@ -257,7 +257,7 @@ func bracketNum(s string) (int, string, error) {
 	}
 	n, err := strconv.Atoi(s[1:end])
 	if err != nil || n < 0 || n > 255 {
-		return 0, s, fmt.Errorf("port number %q: expected 0..255", s[1:end])
+		return 0, s, fmt.Errorf("port number %q: expected 0..255", clip(s[1:end]))
 	}
 	s = s[end+1:]
 	if strings.HasPrefix(s, "[ext ") {
