@@ -35,7 +35,8 @@
 // maps, and every type implementing yaml.Unmarshaler or
 // encoding.TextUnmarshaler (sizes, rates, durations), which are decoded only
 // through those methods. Such types may also implement Typer to name
-// themselves in Explain.
+// themselves in Explain. Explain and Dump format values through MarshalYAML
+// or MarshalText, so those should have value receivers.
 //
 // # Decoding rules
 //
