@@ -218,8 +218,11 @@ func (d *Device) refuseIn(f *Frame, c Cause, n int) {
 	f.Release()
 	d.ctr.inRefused[c].Add(1)
 	if ok, sup := d.ctr.inLog[c].allow(time.Now()); ok {
+		// A read that fills the buffer was truncated by the kernel: the
+		// frame had at least n bytes.
 		d.log.Warn("dropped frame read from TAP", zap.Stringer("cause", c), zap.Int("bytes", n),
-			zap.Int("mtu", d.mtu), zap.Uint64("suppressed_since_last_log", sup))
+			zap.Bool("truncated", n >= d.bufLen), zap.Int("mtu", d.mtu),
+			zap.Uint64("suppressed_since_last_log", sup))
 	}
 }
 

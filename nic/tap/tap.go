@@ -134,8 +134,9 @@ type Device struct {
 	reclaimed bool
 	log       *zap.Logger
 
-	file *os.File // queue 0, non-blocking, registered with the runtime poller
-	pool sync.Pool
+	file   *os.File // queue 0, non-blocking, registered with the runtime poller
+	pool   sync.Pool
+	bufLen int // read buffer: the longest valid frame plus one byte
 
 	txMu     sync.RWMutex // guards txClosed against Send racing Close
 	txClosed bool
@@ -180,8 +181,8 @@ func Create(cfg Config) (d *Device, err error) {
 		qlen = DefaultTxQueueLen
 	}
 	d.txq = make(chan *Frame, qlen)
-	bufLen := ether.MaxFrameLen(d.mtu) + 1 // one spare byte shows an over-long read
-	d.pool.New = func() any { return &Frame{buf: make([]byte, bufLen)} }
+	d.bufLen = ether.MaxFrameLen(d.mtu) + 1 // one spare byte shows an over-long read
+	d.pool.New = func() any { return &Frame{buf: make([]byte, d.bufLen)} }
 
 	// Undo on failure, in reverse order.
 	var undo []func()

@@ -16,6 +16,7 @@ import (
 	"github.com/fabemu/fabemu/internal/privtest"
 	"github.com/fabemu/fabemu/nic/ether"
 	"github.com/vishvananda/netlink"
+	"go.uber.org/zap/zaptest"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -556,5 +557,62 @@ func TestWriteError(t *testing.T) {
 	}
 	if !within(2*time.Second, func() bool { return d.Stats().FramesOut == 1 }) {
 		t.Fatalf("stats %+v, want the writer to recover", d.Stats())
+	}
+}
+
+// TestInboundTooLong: when the interface MTU is raised behind the daemon's
+// back, frames longer than the configured MTU are counted and dropped, and
+// the reader keeps going.
+func TestInboundTooLong(t *testing.T) {
+	privtest.Require(t, "TAP devices")
+	s := byte(time.Now().UnixNano() >> 12)
+	ip := netip.AddrFrom4([4]byte{10, 250, s, 1})
+	peer := netip.AddrFrom4([4]byte{10, 250, s, 2})
+	d := create(t, Config{Name: "ftl" + uniq(), Netns: "fe-tap-l-" + uniq(),
+		Addrs: []netip.Prefix{netip.PrefixFrom(ip, 24)}, Logger: zaptest.NewLogger(t)})
+	addNeigh(t, d, peer, net.HardwareAddr{2, 0, 0, 0, 0, 2})
+	h, err := netnsutil.Handle(d.Netns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	link, err := h.LinkByName(d.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.LinkSetMTU(link, 4000); err != nil {
+		t.Fatal(err)
+	}
+	in := make(chan *Frame, 16)
+	if err := d.Start(in); err != nil {
+		t.Fatal(err)
+	}
+	c := listenUDP(t, d.Netns(), netip.AddrPortFrom(ip, 0))
+	for _, size := range []int{3000, 100} {
+		msg := append(binary.BigEndian.AppendUint32([]byte("seq:"), uint32(size)), make([]byte, size)...)
+		if _, err := c.WriteToUDPAddrPort(msg, netip.AddrPortFrom(peer, 9)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.After(3 * time.Second)
+	for {
+		select {
+		case f := <-in:
+			q, ok := udpSeq(f)
+			f.Release()
+			if !ok {
+				continue
+			}
+			if q != 100 {
+				t.Fatalf("frame with a %d-byte payload got through a 1500-byte MTU", q)
+			}
+			st := d.Stats()
+			if st.InRefused[CauseTooLong] != 1 || st.ReadErrors != 0 {
+				t.Fatalf("stats %+v, want one too_long refusal", st)
+			}
+			return
+		case <-deadline:
+			t.Fatalf("small datagram never arrived; stats %+v, reader error %v", d.Stats(), d.Err())
+		}
 	}
 }
