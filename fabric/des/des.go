@@ -8,8 +8,8 @@
 // one goroutine; it never reads a clock.
 //
 // The hot path does not allocate: events live in a slab recycled through a
-// free list, and the priority queue is a 4-ary min-heap of 24-byte keys
-// that index the slab, so sifting moves small keys rather than whole events.
+// free list, and the pending set (a calendar wheel backed by a 4-ary heap,
+// see queue.go) holds 24-byte keys that index the slab.
 package des
 
 import (
@@ -110,7 +110,7 @@ func (a key) less(b key) bool { return a.at < b.at || (a.at == b.at && a.seq < b
 type Engine struct {
 	now     Time
 	seq     uint64
-	heap    []key
+	q       queue
 	slab    []Event
 	free    []int32
 	fired   uint64
@@ -119,7 +119,7 @@ type Engine struct {
 
 // New returns an engine at time zero.
 func New() *Engine {
-	return &Engine{heap: make([]key, 0, 1024), slab: make([]Event, 0, 1024)}
+	return &Engine{slab: make([]Event, 0, 1024)}
 }
 
 // Now returns the current simulated time: the time of the event being
@@ -127,7 +127,7 @@ func New() *Engine {
 func (e *Engine) Now() Time { return e.now }
 
 // Pending returns the number of scheduled events not yet fired.
-func (e *Engine) Pending() int { return len(e.heap) }
+func (e *Engine) Pending() int { return e.q.len() }
 
 // Fired returns the number of events handled so far.
 func (e *Engine) Fired() uint64 { return e.fired }
@@ -149,7 +149,7 @@ func (e *Engine) Schedule(at Time, h Handler, op, a int32, ref any) {
 	}
 	e.slab[slot] = Event{At: at, H: h, Op: op, A: a, Ref: ref}
 	e.seq++
-	e.push(key{at: at, seq: e.seq, slot: slot})
+	e.q.push(key{at: at, seq: e.seq, slot: slot})
 }
 
 // After schedules an event d after now.
@@ -159,18 +159,19 @@ func (e *Engine) After(d Time, h Handler, op, a int32, ref any) {
 
 // NextAt returns the time of the earliest pending event, or Never.
 func (e *Engine) NextAt() Time {
-	if len(e.heap) == 0 {
+	k, ok := e.q.min()
+	if !ok {
 		return Never
 	}
-	return e.heap[0].at
+	return k.at
 }
 
 // Step fires the earliest event. It returns false when none is pending.
 func (e *Engine) Step() bool {
-	if len(e.heap) == 0 {
+	if e.q.len() == 0 {
 		return false
 	}
-	k := e.pop()
+	k := e.q.pop()
 	e.now = k.at
 	e.fired++
 	// The handler gets a pointer into the slab. If it schedules events and
@@ -194,65 +195,16 @@ func (e *Engine) Stop() { e.stopped = true }
 func (e *Engine) RunUntil(until Time) uint64 {
 	start := e.fired
 	e.stopped = false
-	for len(e.heap) > 0 && e.heap[0].at <= until && !e.stopped {
+	for !e.stopped {
+		if k, ok := e.q.min(); !ok || k.at > until {
+			break
+		}
 		e.Step()
 	}
 	if !e.stopped && until != Never && e.now < until {
 		e.now = until
 	}
 	return e.fired - start
-}
-
-// 4-ary heap on keys. Children of i are 4i+1..4i+4.
-
-func (e *Engine) push(k key) {
-	h := append(e.heap, k)
-	i := len(h) - 1
-	for i > 0 {
-		p := (i - 1) >> 2
-		if !k.less(h[p]) {
-			break
-		}
-		h[i] = h[p]
-		i = p
-	}
-	h[i] = k
-	e.heap = h
-}
-
-func (e *Engine) pop() key {
-	h := e.heap
-	top := h[0]
-	n := len(h) - 1
-	last := h[n]
-	h = h[:n]
-	if n > 0 {
-		i := 0
-		for {
-			c := 4*i + 1
-			if c >= n {
-				break
-			}
-			m := c
-			end := c + 4
-			if end > n {
-				end = n
-			}
-			for j := c + 1; j < end; j++ {
-				if h[j].less(h[m]) {
-					m = j
-				}
-			}
-			if !h[m].less(last) {
-				break
-			}
-			h[i] = h[m]
-			i = m
-		}
-		h[i] = last
-	}
-	e.heap = h
-	return top
 }
 
 // MarshalText writes t as a duration ("100ns", "1.5us"), so configs and
