@@ -91,7 +91,7 @@ func TestCreateClose(t *testing.T) {
 	id := uniq()
 	ns, name := "fe-tap-c-"+id, "ftc"+id
 	mac := net.HardwareAddr{0x02, 0xfe, 0x12, 0x34, 0x56, 0x78}
-	d, err := Create(Config{Name: name, MAC: mac, MTU: 9000, Netns: ns, MultiQueue: true,
+	d, err := Create(Config{Name: name, MAC: mac, MTU: 9000, Netns: ns, MultiQueue: true, Owner: 65534, Group: 65534,
 		Addrs: []netip.Prefix{netip.MustParsePrefix("10.250.7.1/24"), netip.MustParsePrefix("fd00:fe::1/64")}})
 	if err != nil {
 		t.Fatal(err)
@@ -117,8 +117,9 @@ func TestCreateClose(t *testing.T) {
 	}
 	attrs := link.Attrs()
 	if tt, ok := link.(*netlink.Tuntap); !ok || tt.Mode != netlink.TUNTAP_MODE_TAP ||
-		tt.Flags&netlink.TUNTAP_MULTI_QUEUE == 0 || tt.Flags&netlink.TUNTAP_NO_PI == 0 || !tt.NonPersist {
-		t.Fatalf("link is %#v, want a non-persistent multi-queue TAP without PI", link)
+		tt.Flags&netlink.TUNTAP_MULTI_QUEUE == 0 || tt.Flags&netlink.TUNTAP_NO_PI == 0 || !tt.NonPersist ||
+		tt.Owner != 65534 || tt.Group != 65534 || tt.Queues != 1 {
+		t.Fatalf("link is %#v, want a non-persistent multi-queue TAP without PI, owner and group 65534, one queue attached", link)
 	}
 	if attrs.MTU != 9000 || !bytes.Equal(attrs.HardwareAddr, mac) || attrs.Flags&net.FlagUp == 0 {
 		t.Fatalf("link mtu %d mac %v flags %v", attrs.MTU, attrs.HardwareAddr, attrs.Flags)
@@ -614,5 +615,34 @@ func TestInboundTooLong(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("small datagram never arrived; stats %+v, reader error %v", d.Stats(), d.Err())
 		}
+	}
+}
+
+// TestDeletedFromOutside: if someone deletes the device under the daemon,
+// the reader stops with an error instead of spinning, and Close still works.
+func TestDeletedFromOutside(t *testing.T) {
+	privtest.Require(t, "TAP devices")
+	d := create(t, Config{Name: "fto" + uniq(), Netns: "fe-tap-o-" + uniq()})
+	if err := d.Start(make(chan *Frame, 1)); err != nil {
+		t.Fatal(err)
+	}
+	link, err := linkIn(t, d.Netns(), d.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := netnsutil.Handle(d.Netns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := h.LinkDel(link); err != nil {
+		t.Fatal(err)
+	}
+	if !within(2*time.Second, func() bool { return d.Err() != nil }) {
+		t.Fatalf("reader did not notice the deletion; stats %+v", d.Stats())
+	}
+	t.Logf("reader stopped with: %v", d.Err())
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
