@@ -147,6 +147,9 @@ var (
 // several devices (Frame.Dev tells them apart); its capacity is the bound.
 // The consumer owns received frames and must Release or Send them.
 func (d *Device) Start(in chan<- *Frame) error {
+	if in == nil {
+		return errors.New("tap: Start needs an inbound channel")
+	}
 	err := ErrStarted
 	d.startOnce.Do(func() {
 		err = nil
