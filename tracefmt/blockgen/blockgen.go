@@ -88,9 +88,10 @@ var profiles = map[string]Profile{
 		Disks:     23,
 		DiskSkew:  1.2,     // assumption: a few hot disks carry most requests
 		DiskBytes: 4 << 30, // assumption: 4 GiB per disk (late-1990s drives)
-		// BurstLen 1.4 with 0.5 ms in-burst gaps puts about 31% of
-		// inter-arrivals under 1.5 ms, as Lee et al. report for writes.
-		BurstLen:   1.4,
+		// BurstLen 1.25 with 0.5 ms in-burst gaps (and the short branch of
+		// the idle-gap mix) puts about 31% of inter-arrivals under 1.5 ms,
+		// as Lee et al. report for writes.
+		BurstLen:   1.25,
 		BurstGap:   500 * time.Microsecond,
 		IdleCV:     3, // assumption: bursty, CV of inter-arrivals about 3.5
 		SeqRead:    0.25,
