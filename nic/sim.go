@@ -35,9 +35,18 @@ type Summary struct {
 	Hops                            HopSummary      `json:"hops"`
 	LinkUtilisation                 MinMeanMax      `json:"link_utilisation"`
 	Invariants                      InvariantReport `json:"invariants"`
-	Timeseries                      []Bin           `json:"timeseries"`
-	Run                             *RunInfo        `json:"run,omitempty"`
+	// Delivery holds the end-to-end figures of the delivery mode
+	// (rearrangement, waste traffic, reordering metrics); its fields are
+	// flattened into the summary.
+	DeliveryReport
+	Timeseries []Bin    `json:"timeseries"`
+	Run        *RunInfo `json:"run,omitempty"`
 }
+
+// DeliveryReport carries the figures of end-to-end delivery control
+// (paper 004 §3): filled by the delivery mode, shared by the sim and replay
+// summaries.
+type DeliveryReport struct{}
 
 // Bin is one time-series bin over the whole run, warm-up included.
 type Bin struct {
