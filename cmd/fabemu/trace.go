@@ -15,6 +15,7 @@ import (
 
 	"github.com/fabemu/fabemu/tracefmt"
 	"github.com/fabemu/fabemu/tracefmt/blockgen"
+	"github.com/fabemu/fabemu/tracefmt/sample"
 )
 
 func init() { register(newTraceCmd) }
@@ -63,12 +64,22 @@ func (f *readFlags) open(paths []string) (tracefmt.Reader, error) {
 func newTraceStatsCmd() *cobra.Command {
 	var rf readFlags
 	var jsonOut string
+	var useSample bool
 	cmd := &cobra.Command{
-		Use:   "stats FILE|DIR [FILE...]",
+		Use:   "stats FILE|DIR [FILE...] | --sample",
 		Short: "Summarise a trace: records, duration, rate, read fraction, sizes, devices, burstiness",
-		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := rf.open(args)
+			var r tracefmt.Reader
+			var err error
+			switch {
+			case useSample && len(args) == 0:
+				r, err = sample.Open(tracefmt.Options{})
+				args = []string{sample.Name}
+			case useSample || len(args) == 0:
+				return errors.New("give trace files or --sample, not both or neither")
+			default:
+				r, err = rf.open(args)
+			}
 			if err != nil {
 				return err
 			}
@@ -86,6 +97,7 @@ func newTraceStatsCmd() *cobra.Command {
 		},
 	}
 	rf.add(cmd, "format")
+	cmd.Flags().BoolVar(&useSample, "sample", false, "summarise the embedded sample trace")
 	cmd.Flags().StringVar(&jsonOut, "json", "", "write the summary as JSON to this file (- for stdout) instead of the table")
 	return cmd
 }

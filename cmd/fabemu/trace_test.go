@@ -115,3 +115,16 @@ func TestTraceGenConvertStats(t *testing.T) {
 		t.Errorf("bad input error: %v", err)
 	}
 }
+
+func TestTraceStatsSample(t *testing.T) {
+	out, err := runTrace(t, "trace", "stats", "--sample", "--json", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"records": 24000`) {
+		t.Errorf("sample stats:\n%s", out)
+	}
+	if _, err := runTrace(t, "trace", "stats"); err == nil {
+		t.Error("stats with no input accepted")
+	}
+}

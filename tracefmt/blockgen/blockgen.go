@@ -116,7 +116,7 @@ var profiles = map[string]Profile{
 		DiskBytes:    1300 << 20,
 		BurstLen:     3,
 		BurstGap:     2 * time.Millisecond,
-		IdleCV:       10,
+		IdleCV:       5.6, // gives an inter-arrival CV of about 9.8, as measured on ajw
 		SeqRead:      0.25,
 		SeqWrite:     0.10,
 		SyncRead:     0.9,
