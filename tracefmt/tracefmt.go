@@ -70,7 +70,7 @@ const (
 	// SRT is HP Labs' binary SRT format (cello, snake, hplajw). Arrival is
 	// since the header's tracedate (wall clock read as UTC; for several
 	// files, since the earliest file's tracedate); record version 7 carries
-	// absolute times and is made relative to its first record. Initiator is
+	// absolute times, so there the epoch is the Unix epoch. Initiator is
 	// the pid (record version 5 and later, else 0). Device is
 	// (devno>>8)&0xFFFF: controller*16+disk unit, plus the high minor byte.
 	// Offset is sectno times the disk's header sectorsize (512 if absent).
