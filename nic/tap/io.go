@@ -73,8 +73,9 @@ func (c Cause) String() string {
 
 // Stats is a snapshot of a device's boundary counters.
 type Stats struct {
-	// FramesIn and BytesIn count frames read from the TAP and handed to
-	// the inbound channel.
+	// FramesIn and BytesIn count valid frames read from the TAP and handed
+	// (or, while the reader is blocked, being handed) to the inbound channel;
+	// a frame abandoned at Close moves to InRefused[CauseClosed].
 	FramesIn, BytesIn uint64
 	// FramesOut and BytesOut count frames written to the TAP.
 	FramesOut, BytesOut uint64
@@ -200,6 +201,10 @@ func (d *Device) readLoop(in chan<- *Frame) {
 			continue
 		}
 		f.Header, f.At = h, at
+		// Count before the hand-over so the counters never lag what the
+		// consumer has already received; undone if Close abandons it.
+		d.ctr.framesIn.Add(1)
+		d.ctr.bytesIn.Add(uint64(n))
 		select {
 		case in <- f:
 		default:
@@ -208,12 +213,12 @@ func (d *Device) readLoop(in chan<- *Frame) {
 			select {
 			case in <- f:
 			case <-d.done:
+				d.ctr.framesIn.Add(^uint64(0))
+				d.ctr.bytesIn.Add(-uint64(n))
 				d.refuseIn(f, CauseClosed, n)
 				return
 			}
 		}
-		d.ctr.framesIn.Add(1)
-		d.ctr.bytesIn.Add(uint64(n))
 	}
 }
 

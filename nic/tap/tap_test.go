@@ -324,7 +324,9 @@ func TestBridge(t *testing.T) {
 	sa, sb := p.a.Stats(), p.b.Stats()
 	t.Logf("A: %+v", sa)
 	t.Logf("B: %+v", sb)
-	if sa.FramesIn != p.forwarded[0] || sb.FramesIn != p.forwarded[1] {
+	// Readers keep running after the forwarder stops (stray IPv6 frames may
+	// still arrive), so "in" may exceed "forwarded", never the reverse.
+	if sa.FramesIn < p.forwarded[0] || sb.FramesIn < p.forwarded[1] {
 		t.Fatalf("frames in A %d B %d, forwarded %v", sa.FramesIn, sb.FramesIn, p.forwarded)
 	}
 	// Every forwarded frame was written (or is still queued); none refused.
@@ -443,7 +445,8 @@ func TestBackpressure(t *testing.T) {
 		t.Fatalf("reader never stalled: %+v", d.Stats())
 	}
 	time.Sleep(50 * time.Millisecond)
-	if st := d.Stats(); st.FramesIn > sinkCap {
+	// FramesIn includes the one frame the reader holds while blocked.
+	if st := d.Stats(); st.FramesIn > sinkCap+1 {
 		t.Fatalf("reader kept reading while the consumer admitted nothing: %+v", st)
 	}
 	// Drain. Other frames (IPv6 router solicitations, ...) may be interleaved.
