@@ -30,7 +30,8 @@ type PatternSpec struct {
 	// Cols is the row length of the host layout for hotregion; 0 picks it
 	// (see hotRegionHosts).
 	Cols int
-	// Scale multiplies the corner cases' 800 µs and 970 µs; 0 means 1.
+	// Scale multiplies the corner cases' 800 µs and 970 µs (default 1;
+	// 0 is read as 1).
 	Scale float64
 	// Stride selects the corner cases' hot sources: false = the last
 	// quarter of hosts, true = every host h with h mod 4 = 3.
@@ -109,6 +110,8 @@ func DefaultSpec(name string) (PatternSpec, error) {
 		s.Fraction = DefaultHotspotFraction
 	case NameHotregion:
 		s.Fraction = DefaultHotregionFraction
+	case NameCorner1, NameCorner2:
+		s.Scale = 1
 	}
 	return s, nil
 }
@@ -153,6 +156,9 @@ func ParsePattern(s string) (PatternSpec, error) {
 		case spec.Name == NameHotspot || spec.Name == NameHotregion:
 			spec.Fraction = v
 		case isCorner:
+			if v <= 0 {
+				return fail("time scale %v must be positive", v)
+			}
 			spec.Scale = v
 		default:
 			return fail("pattern %s takes no ':' argument", spec.Name)
