@@ -18,6 +18,7 @@ package fabric
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/fabric/route"
@@ -43,6 +44,7 @@ type Packet struct {
 	Ref     any
 
 	inVL   int8     // lane in the input buffer it sits in
+	blocks int32    // credit blocks it occupies, set at injection
 	tailAt des.Time // when its tail is (or will be) fully in the buffer it is in
 	next   *Packet
 }
@@ -107,6 +109,9 @@ type lane struct {
 	// cands caches the routing candidates of the head packet (input lanes).
 	cands    []route.Candidate
 	candsFor *Packet
+	// blockedAt is the switch epoch at which the head was found unable to
+	// move; it cannot move before some output frees room (a new epoch).
+	blockedAt uint64
 }
 
 // inPort is the receiving end of a channel.
@@ -131,12 +136,13 @@ type outPort struct {
 	sw        int32
 	host      int32
 	port      int32
-	down      int32   // in-port at the other end
-	credits   []int32 // free blocks at the downstream lane
-	lanes     []lane  // output buffer (CIOQ switches only)
-	busy      bool    // link transmitting
-	xbar      bool    // crossbar transferring into this output
-	ctrl      uint32  // lanes of the reverse in-port with credits to return
+	down      int32    // in-port at the other end
+	credits   []int32  // free blocks at the downstream lane
+	lanes     []lane   // output buffer (CIOQ switches only)
+	busy      bool     // a data packet is on the link (its opLinkFree is pending)
+	idleAt    des.Time // end of the credit packets sent so far (they need no event)
+	xbar      bool     // crossbar transferring into this output
+	ctrl      uint32   // lanes of the reverse in-port with credits to return
 	rrVL      int
 	creditFor int32 // in-port whose credits this port's credit packets return
 	sentBytes int64
@@ -149,6 +155,10 @@ type Switch struct {
 	in  []int32 // global in-port per local port, -1 if unconnected
 	out []int32
 	rr  int
+	// epoch counts the times an output of this switch gained room (a
+	// buffer or the crossbar freed, credits arrived); heads found blocked
+	// in the current epoch are not evaluated again.
+	epoch uint64
 }
 
 // Stats are fabric-wide counters.
@@ -271,7 +281,7 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 	f.sw = make([]Switch, t.NumSwitches())
 	for s := range f.sw {
 		n := t.Switches[s].Ports
-		f.sw[s] = Switch{ID: s, in: make([]int32, n), out: make([]int32, n)}
+		f.sw[s] = Switch{ID: s, in: make([]int32, n), out: make([]int32, n), epoch: 1}
 		for p := 0; p < n; p++ {
 			f.sw[s].in[p], f.sw[s].out[p] = -1, -1
 			_, isSw := t.Peer(s, p)
@@ -394,15 +404,20 @@ func (f *Fabric) arrive(i int32, p *Packet) {
 	p.inVL = p.VL
 	if ip.sw < 0 {
 		// The NIC drains its reception buffer at once; the credits go back.
-		f.freeInput(i, int(p.VL), f.blocks(p.Size))
+		f.freeInput(i, int(p.VL), p.blocks)
 		f.Stats.Delivered++
 		f.progress++
 		f.ep.Deliver(int(ip.host), p, f.eng.Now())
 		return
 	}
-	ip.lanes[p.VL].q.push(p)
+	l := &ip.lanes[p.VL]
+	l.q.push(p)
 	ip.queued++
-	f.arbitrate(&f.sw[ip.sw])
+	// After every arbitration each head that could move has moved, so an
+	// arrival can only change things if it is a new head on an idle input.
+	if l.q.n == 1 && !ip.xbarBusy {
+		f.tryInput(&f.sw[ip.sw], int(ip.port))
+	}
 }
 
 // freeInput releases blocks of an input lane and queues their return.
@@ -437,7 +452,7 @@ func (r *roomer) Room(port, vl int32) (bool, int) {
 		free := l.cap - l.used
 		return free >= r.blocks, int(free + o.credits[vl])
 	}
-	if o.busy || o.ctrl != 0 {
+	if o.busy {
 		return false, 0
 	}
 	return o.credits[vl] >= r.blocks, int(o.credits[vl])
@@ -449,38 +464,57 @@ func (r *roomer) Room(port, vl int32) (bool, int) {
 // 004 §4.1).
 func (f *Fabric) arbitrate(s *Switch) {
 	n := len(s.in)
+	pi := s.rr
 	for k := 0; k < n; k++ {
-		pi := (s.rr + k) % n
-		ii := s.in[pi]
-		if ii < 0 {
-			continue
-		}
-		ip := &f.in[ii]
-		if ip.xbarBusy || ip.queued == 0 {
-			continue
-		}
-		for j := 0; j < f.nVL; j++ {
-			v := (ip.rrVL + j) % f.nVL
-			l := &ip.lanes[v]
-			p := l.q.head
-			if p == nil {
-				continue
+		if f.tryInput(s, pi) {
+			s.rr = pi + 1
+			if s.rr == n {
+				s.rr = 0
 			}
+		}
+		if pi++; pi == n {
+			pi = 0
+		}
+	}
+}
+
+// tryInput grants the crossbar to one head packet of input port pi, lanes
+// in round-robin order, and reports whether it did.
+func (f *Fabric) tryInput(s *Switch, pi int) bool {
+	ii := s.in[pi]
+	if ii < 0 {
+		return false
+	}
+	ip := &f.in[ii]
+	if ip.xbarBusy || ip.queued == 0 {
+		return false
+	}
+	v := ip.rrVL
+	for j := 0; j < f.nVL; j++ {
+		l := &ip.lanes[v]
+		if p := l.q.head; p != nil {
 			if l.candsFor != p {
 				l.cands = f.router.Candidates(s.ID, pi, v, int(p.Dst), l.cands[:0])
 				l.candsFor = p
+			} else if l.blockedAt == s.epoch {
+				goto next // nothing has freed since it was found blocked
 			}
-			f.room.sw, f.room.blocks = s, f.blocks(p.Size)
-			c := route.Select(l.cands, &f.room)
-			if c < 0 {
-				continue
+			f.room.sw, f.room.blocks = s, p.blocks
+			if c := route.Select(l.cands, &f.room); c >= 0 {
+				f.grant(s, ii, v, l.cands[c])
+				if ip.rrVL = v + 1; ip.rrVL == f.nVL {
+					ip.rrVL = 0
+				}
+				return true
 			}
-			f.grant(s, ii, v, l.cands[c])
-			ip.rrVL = (v + 1) % f.nVL
-			s.rr = (pi + 1) % n
-			break
+			l.blockedAt = s.epoch
+		}
+	next:
+		if v++; v == f.nVL {
+			v = 0
 		}
 	}
+	return false
 }
 
 // grant moves the head packet of input ii lane v across the crossbar.
@@ -503,7 +537,7 @@ func (f *Fabric) grant(s *Switch, ii int32, v int, c route.Candidate) {
 	o := &f.out[oi]
 	ip.xbarTo = oi
 	now := f.eng.Now()
-	blocks := f.blocks(p.Size)
+	blocks := p.blocks
 	if f.cioq {
 		// Into the output buffer; its tail lands there no earlier than it
 		// arrived here, nor before the crossbar has carried it.
@@ -517,7 +551,7 @@ func (f *Fabric) grant(s *Switch, ii int32, v int, c route.Candidate) {
 		return
 	}
 	// Input-queued: the crossbar feeds the link directly.
-	end := f.send(oi, p, int(c.VL))
+	end := f.send(oi, p, int(c.VL), max(now, o.idleAt))
 	f.eng.Schedule(end, f, packOp(opXbarDone, v, int(blocks)), ii, p)
 }
 
@@ -529,15 +563,18 @@ func (f *Fabric) xbarDone(ii int32, vl int, blocks int32) {
 	if f.cioq {
 		f.out[ip.xbarTo].xbar = false
 	}
-	f.arbitrate(&f.sw[ip.sw])
+	s := &f.sw[ip.sw]
+	s.epoch++
+	f.arbitrate(s)
 }
 
-// send starts a data transmission of p on out-port oi on lane vl and
+// send starts a data transmission of p on out-port oi on lane vl at time
+// start (now, or when the credit packets already on the link end) and
 // returns when its tail leaves.
-func (f *Fabric) send(oi int32, p *Packet, vl int) des.Time {
+func (f *Fabric) send(oi int32, p *Packet, vl int, start des.Time) des.Time {
 	o := &f.out[oi]
-	now := f.eng.Now()
-	blocks := f.blocks(p.Size)
+	now := start
+	blocks := p.blocks
 	o.credits[vl] -= blocks
 	o.busy = true
 	di := o.down
@@ -559,33 +596,35 @@ func (f *Fabric) send(oi int32, p *Packet, vl int) des.Time {
 	return tailLeave
 }
 
-// transmit starts the next transmission on an idle link: credit packets
-// first, then data.
+// transmit starts the next transmissions on a link with no data packet
+// on it: every pending credit packet first (InfiniBand flow-control
+// packets go between data packets), then one data packet. Credit packets
+// need no completion event: the link records when they end (idleAt) and
+// the data packet starts then.
 func (f *Fabric) transmit(oi int32) {
 	o := &f.out[oi]
 	if o.busy {
 		return
 	}
 	now := f.eng.Now()
+	start := max(now, o.idleAt)
 	if o.ctrl != 0 {
 		ip := &f.in[o.creditFor]
-		vl := 0
-		for o.ctrl&(1<<uint(vl)) == 0 {
-			vl++
-		}
-		o.ctrl &^= 1 << uint(vl)
-		blocks := ip.pending[vl]
-		ip.pending[vl] = 0
-		ip.creditsInFlight[vl] += blocks
-		o.busy = true
 		ser := serTime(int64(f.cfg.CreditPacket), f.dataRate)
-		o.busyTime += ser
-		o.sentBytes += int64(f.cfg.CreditPacket)
-		f.Stats.CreditPackets++
-		f.Stats.CreditBytes += int64(f.cfg.CreditPacket)
-		f.eng.Schedule(now+ser, f, packOp(opLinkFree, 0, 0), oi, nil)
-		f.eng.Schedule(now+ser+f.prop, f, packOp(opCredit, vl, int(blocks)), ip.up, nil)
-		return
+		for o.ctrl != 0 {
+			vl := bits.TrailingZeros32(o.ctrl)
+			o.ctrl &^= 1 << uint(vl)
+			blocks := ip.pending[vl]
+			ip.pending[vl] = 0
+			ip.creditsInFlight[vl] += blocks
+			o.busyTime += ser
+			o.sentBytes += int64(f.cfg.CreditPacket)
+			f.Stats.CreditPackets++
+			f.Stats.CreditBytes += int64(f.cfg.CreditPacket)
+			start += ser
+			f.eng.Schedule(start+f.prop, f, packOp(opCredit, vl, int(blocks)), ip.up, nil)
+		}
+		o.idleAt = start
 	}
 	switch {
 	case o.host >= 0:
@@ -595,7 +634,8 @@ func (f *Fabric) transmit(oi int32) {
 		}
 		// The injection link is a channel like any other: the same
 		// selection (adaptive lane with most credits, else escape).
-		f.room.sw, f.room.blocks = nil, f.blocks(p.Size)
+		p.blocks = f.blocks(p.Size)
+		f.room.sw, f.room.blocks = nil, p.blocks
 		f.room.host = o
 		c := route.Select(f.injCands, &f.room)
 		f.room.host = nil
@@ -603,22 +643,22 @@ func (f *Fabric) transmit(oi int32) {
 			return
 		}
 		best := int(f.injCands[c].VL)
-		f.ep.Pop(int(o.host), now)
-		p.Inject = now
-		p.tailAt = now
+		f.ep.Pop(int(o.host), start)
+		p.Inject = start
+		p.tailAt = start
 		f.Stats.Injected++
-		f.send(oi, p, best)
+		f.send(oi, p, best, start)
 	case f.cioq:
 		for j := 0; j < f.nVL; j++ {
 			v := (o.rrVL + j) % f.nVL
 			l := &o.lanes[v]
 			p := l.q.head
-			if p == nil || o.credits[v] < f.blocks(p.Size) {
+			if p == nil || o.credits[v] < p.blocks {
 				continue
 			}
 			l.q.pop()
 			o.rrVL = (v + 1) % f.nVL
-			f.send(oi, p, v)
+			f.send(oi, p, v, start)
 			return
 		}
 	}
@@ -628,12 +668,14 @@ func (f *Fabric) transmit(oi int32) {
 func (f *Fabric) linkFree(oi int32, vl int, blocks int32) {
 	o := &f.out[oi]
 	o.busy = false
-	if blocks > 0 && o.sw >= 0 && f.cioq {
+	if o.sw >= 0 && f.cioq {
 		o.lanes[vl].used -= blocks // the tail has left the output buffer
 	}
 	f.transmit(oi)
 	if o.sw >= 0 {
-		f.arbitrate(&f.sw[o.sw])
+		s := &f.sw[o.sw]
+		s.epoch++
+		f.arbitrate(s)
 	}
 }
 
@@ -644,6 +686,8 @@ func (f *Fabric) creditArrive(oi int32, vl int, blocks int32) {
 	f.in[o.down].creditsInFlight[vl] -= blocks
 	f.transmit(oi)
 	if o.sw >= 0 && !f.cioq {
-		f.arbitrate(&f.sw[o.sw])
+		s := &f.sw[o.sw]
+		s.epoch++
+		f.arbitrate(s)
 	}
 }
