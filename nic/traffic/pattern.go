@@ -98,9 +98,13 @@ func (f FixedPoint) String() string {
 type PermKind int
 
 // The bit permutations over N = 2^b hosts, source address
-// s = a(b-1) ... a1 a0 (paper 001 §4.1, after Duato, Yalamanchili and Ni,
-// "Interconnection Networks: An Engineering Approach" §9.2 [its ref 9];
-// transpose after Dally and Towles §3.2).
+// s = a(b-1) ... a1 a0. Paper 001 §4.1 names butterfly, complement,
+// bit-reversal and perfect shuffle as "the permutations that are usually
+// performed in parallel numerical algorithms" (its ref. 9, Leighton); the
+// bit formulas are the usual ones (Duato, Yalamanchili and Ni,
+// "Interconnection Networks: An Engineering Approach", paper 001's ref. 6).
+// Transpose follows Dally and Towles, "Principles and Practices of
+// Interconnection Networks", §3.2.
 const (
 	// BitReversal: d = a0 a1 ... a(b-1).
 	BitReversal PermKind = iota
