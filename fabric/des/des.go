@@ -180,7 +180,7 @@ func (e *Engine) Step() bool {
 	// returns, so it cannot be overwritten underneath it.
 	ev := &e.slab[k.slot]
 	ev.H.Handle(ev)
-	e.slab[k.slot] = Event{} // drop references for the garbage collector
+	e.slab[k.slot].Ref = nil // drop the packet reference for the garbage collector
 	e.free = append(e.free, k.slot)
 	return true
 }
