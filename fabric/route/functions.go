@@ -2,6 +2,7 @@ package route
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/fabemu/fabemu/fabric/topo"
 )
@@ -54,19 +55,22 @@ func (dt *distTable) minimal(s, dst int, buf []int32) []int32 {
 	return buf
 }
 
-// minEscape routes on bidirectional multistage networks. Every minimal path
-// there climbs to the nearest common ancestor stage and descends, so it is
-// up*-then-down* and the channel dependencies are acyclic. Among the
-// minimal next hops the destination selects one (dst mod count), which
-// spreads destinations over the up ports as a deterministic MIN does.
-type minEscape struct{ dist *distTable }
-
-func (m *minEscape) name() string { return "min (destination-selected minimal up*/down*)" }
-func (m *minEscape) vls() int     { return 1 }
-func (m *minEscape) next(s, inPort, inVL int, inEscape bool, dst int) (int, int) {
-	var buf [16]int32
-	ports := m.dist.minimal(s, dst, buf[:0])
-	return int(ports[dst%len(ports)]), 0
+// newMINEscape routes on bidirectional multistage networks with up*/down*
+// oriented by stage: a link towards a higher stage goes up. Minimal paths
+// climb to the nearest common ancestor stage and descend; with this
+// orientation the escape function never takes a "valley" (down then up),
+// which shortest-path routing on the switch graph alone may do, since
+// such detours through a lower stage can be as short as the climb.
+// Destinations are spread over the up ports (dst mod count), as a
+// deterministic MIN does.
+func newMINEscape(t *topo.Topology) *upDown {
+	levels := make([]int, t.NumSwitches())
+	for s, sw := range t.Switches {
+		levels[s] = t.Stages - 1 - sw.Stage
+	}
+	u := buildUpDown(t, levels)
+	u.desc = "min (up*/down* by stage)"
+	return u
 }
 
 // upDown is up*/down* routing (Autonet; the escape function of paper 004
@@ -83,42 +87,45 @@ type upDown struct {
 	level    []int
 	distDown []uint16 // [dst*n+s]
 	distAny  []uint16 // [dst*n+s]
-	root     int
+	desc     string
 }
 
+// newUpDown orients links by BFS level from root (Autonet).
 func newUpDown(t *topo.Topology, root int) *upDown {
 	n := t.NumSwitches()
-	u := &upDown{t: t, n: n, level: make([]int, n), root: root}
-	for i := range u.level {
-		u.level[i] = -1
+	level := make([]int, n)
+	for i := range level {
+		level[i] = -1
 	}
-	u.level[root] = 0
+	level[root] = 0
 	queue := []int{root}
 	for len(queue) > 0 {
 		x := queue[0]
 		queue = queue[1:]
 		for _, p := range t.Neighbors(x) {
 			pr, _ := t.Peer(x, p)
-			if u.level[pr.Switch] < 0 {
-				u.level[pr.Switch] = u.level[x] + 1
+			if level[pr.Switch] < 0 {
+				level[pr.Switch] = level[x] + 1
 				queue = append(queue, pr.Switch)
 			}
 		}
 	}
+	u := buildUpDown(t, level)
+	u.desc = fmt.Sprintf("up*/down* (root switch %d)", root)
+	return u
+}
+
+// buildUpDown computes the distance tables for a given orientation: the
+// up end of a link is the switch with the lower (level, index).
+func buildUpDown(t *topo.Topology, level []int) *upDown {
+	n := t.NumSwitches()
+	u := &upDown{t: t, n: n, level: level}
 	// Switches sorted by (level, index): up links go to smaller keys.
-	byKey := make([]int, 0, n)
-	for l := 0; ; l++ {
-		found := false
-		for s := 0; s < n; s++ {
-			if u.level[s] == l {
-				byKey = append(byKey, s)
-				found = true
-			}
-		}
-		if !found {
-			break
-		}
+	byKey := make([]int, n)
+	for i := range byKey {
+		byKey[i] = i
 	}
+	sort.SliceStable(byKey, func(a, b int) bool { return u.level[byKey[a]] < u.level[byKey[b]] })
 	const inf = 0xffff
 	u.distDown = make([]uint16, n*n)
 	u.distAny = make([]uint16, n*n)
@@ -165,7 +172,7 @@ func (u *upDown) isUp(a, b int) bool {
 	return u.level[b] < u.level[a] || (u.level[b] == u.level[a] && b < a)
 }
 
-func (u *upDown) name() string { return fmt.Sprintf("up*/down* (root switch %d)", u.root) }
+func (u *upDown) name() string { return u.desc }
 func (u *upDown) vls() int     { return 1 }
 
 func (u *upDown) next(s, inPort, inVL int, inEscape bool, dst int) (int, int) {
@@ -196,6 +203,9 @@ func (u *upDown) next(s, inPort, inVL int, inEscape bool, dst int) (int, int) {
 				cands = append(cands, p)
 			}
 		}
+	}
+	if len(cands) == 0 {
+		panic(fmt.Sprintf("route: %s has no legal path from switch %d to switch %d (down phase %v)", u.desc, s, dst, downPhase))
 	}
 	// Spread destinations over equal-length legal paths, as a forwarding
 	// table built per destination would.

@@ -158,7 +158,7 @@ func New(t *topo.Topology, c Config) (*Router, error) {
 		if t.Kind != topo.KindMIN {
 			return nil, fmt.Errorf("escape routing min needs a multistage network, topology %q is %s", t.Name, t.Kind)
 		}
-		r.esc = &minEscape{dist: dist}
+		r.esc = newMINEscape(t)
 	}
 	r.escVLs = r.esc.vls()
 	if c.Mode == Adaptive {
