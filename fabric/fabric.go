@@ -67,6 +67,11 @@ const (
 	opLinkFree        // A: out-port. The link finished a transmission.
 	opCredit          // A: out-port. Credits arrived from downstream.
 	opWatchdog
+	// opCutThrough: A: in-port. A packet that cut through an idle output
+	// left the input buffer and the output link at the same instant: the
+	// opXbarDone and opLinkFree of that packet in one event. The output
+	// lane is in bits 8..11, blocks above.
+	opCutThrough
 )
 
 func packOp(kind, vl, blocks int) int32 { return int32(kind | vl<<4 | blocks<<8) }
@@ -205,6 +210,10 @@ type Fabric struct {
 
 	injCands []route.Candidate
 	room     roomer
+	// cutThrough is the packet being granted while grant calls transmit;
+	// send sets cutOut to its output lane when it starts it at once.
+	cutThrough *Packet
+	cutOut     int32
 }
 
 // New instantiates the fabric for topology t with router r. maxPacket is
@@ -394,6 +403,19 @@ func (f *Fabric) Handle(ev *des.Event) {
 		f.creditArrive(ev.A, vl, int32(blocks))
 	case opWatchdog:
 		f.watchdog()
+	case opCutThrough:
+		outVL, blocks := blocks&15, blocks>>4
+		ip := &f.in[ev.A]
+		ip.xbarBusy = false
+		f.freeInput(ev.A, vl, int32(blocks))
+		o := &f.out[ip.xbarTo]
+		o.xbar = false
+		o.busy = false
+		o.lanes[outVL].used -= int32(blocks)
+		f.transmit(ip.xbarTo)
+		s := &f.sw[ip.sw]
+		s.epoch++
+		f.arbitrate(s)
 	}
 }
 
@@ -546,8 +568,16 @@ func (f *Fabric) grant(s *Switch, ii int32, v int, c route.Candidate) {
 		o.lanes[c.VL].used += blocks
 		o.lanes[c.VL].q.push(p)
 		p.tailAt = end
-		f.eng.Schedule(end, f, packOp(opXbarDone, v, int(blocks)), ii, p)
+		// If the output is idle the packet starts on the link now and its
+		// tail leaves both buffers at end: one event does for both.
+		f.cutThrough, f.cutOut = p, -1
 		f.transmit(oi)
+		f.cutThrough = nil
+		if f.cutOut >= 0 {
+			f.eng.Schedule(end, f, packOp(opCutThrough, v, int(f.cutOut)|int(blocks)<<4), ii, p)
+			return
+		}
+		f.eng.Schedule(end, f, packOp(opXbarDone, v, int(blocks)), ii, p)
 		return
 	}
 	// Input-queued: the crossbar feeds the link directly.
@@ -586,7 +616,11 @@ func (f *Fabric) send(oi int32, p *Packet, vl int, start des.Time) des.Time {
 	o.busyTime += tailLeave - now
 	f.Stats.Transmissions++
 	f.progress++
-	f.eng.Schedule(tailLeave, f, packOp(opLinkFree, vl, int(blocks)), oi, p)
+	if p == f.cutThrough && tailLeave == p.tailAt {
+		f.cutOut = int32(vl) // grant schedules one event for both ends
+	} else {
+		f.eng.Schedule(tailLeave, f, packOp(opLinkFree, vl, int(blocks)), oi, p)
+	}
 	p.tailAt = tailLeave + f.prop
 	if f.in[di].sw >= 0 {
 		f.eng.Schedule(now+f.prop+f.cfg.RoutingDelay, f, opArrive, di, p)
