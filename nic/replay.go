@@ -1,0 +1,867 @@
+package nic
+
+// Trace replay: block-I/O trace records become request/reply traffic
+// between initiator hosts and disk hosts (paper 004 §4.1, paper 000 §4.2).
+// The mapping, semantics and metrics are documented in docs/replay.md.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/fabemu/fabemu/fabric"
+	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/fabric/route"
+	"github.com/fabemu/fabemu/fabric/topo"
+	"github.com/fabemu/fabemu/internal/hist"
+	"github.com/fabemu/fabemu/internal/rng"
+	"github.com/fabemu/fabemu/internal/units"
+	"github.com/fabemu/fabemu/tracefmt"
+	"github.com/fabemu/fabemu/tracefmt/sample"
+)
+
+// ReplaySchema versions the JSON summary of a trace replay.
+const ReplaySchema = "fabemu.replay/v1"
+
+// TraceTime is a span of trace time. Trace clocks run for days or months,
+// beyond the range of des.Time (about 106 days in picoseconds), so trace
+// times keep nanoseconds; they become simulated time only after
+// compression. Its text form is Go duration syntax ("90s", "36h").
+type TraceTime time.Duration
+
+// MarshalText writes t in Go duration syntax.
+func (t TraceTime) MarshalText() ([]byte, error) { return []byte(time.Duration(t).String()), nil }
+
+// UnmarshalText parses Go duration syntax.
+func (t *TraceTime) UnmarshalText(b []byte) error {
+	d, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (want e.g. 90s, 2h30m)", b)
+	}
+	*t = TraceTime(d)
+	return nil
+}
+
+// ParamType names the type in config explanations.
+func (TraceTime) ParamType() string { return "duration" }
+
+// Initiator mappings: which host issues a trace record.
+const (
+	InitSpread      = "spread"
+	InitByInitiator = "by-initiator"
+	InitByDevice    = "by-device"
+	InitRandom      = "random"
+)
+
+// Device mappings: which disk host a trace device goes to.
+const (
+	DevDense  = "dense"
+	DevModulo = "modulo"
+)
+
+// ReplayConfig maps a block-I/O trace onto the fabric.
+type ReplayConfig struct {
+	Trace          string      `yaml:"trace" json:"trace" doc:"trace file, or a directory of SRT files merged in time order; empty = the embedded cello99-like sample"`
+	Format         string      `yaml:"format" json:"format" doc:"trace format: auto (sniffed from the content), srt, msr, spc, blkparse, fio, disksim, csv"`
+	SortWindow     int         `yaml:"sort_window" json:"sort_window" unit:"records" doc:"sort arrivals within a window of this many records; 0 = file order (a record earlier than its predecessor is issued at the predecessor's time and counted as late)"`
+	Compression    float64     `yaml:"compression" json:"compression" doc:"time compression factor C: a record at trace time t is issued at (t - from)/C, and traced service times shrink by C too; C > 1 raises the offered load (paper 004 Table 1: 2 on the 32-switch irregular network, Table 2: 2.5 on the 4x4 torus; paper 000 Fig. 3: 20 and 40)" paper:"004 §4.1, 000 §4.2"`
+	From           TraceTime   `yaml:"from" json:"from" doc:"start of the replayed window in trace time, counted from the first record's arrival; it is replay time 0"`
+	To             TraceTime   `yaml:"to" json:"to" doc:"end of the replayed window in trace time (exclusive; reading stops at the first record at or after it); 0 = the end of the trace"`
+	Limit          int64       `yaml:"limit" json:"limit" unit:"records" doc:"replay at most this many records of the window; 0 = all"`
+	Disks          int         `yaml:"disks" json:"disks" doc:"number of hosts that act as disks, drawn at random among the topology's hosts with the run seed (paper 004: the disks are randomly attached to 23 switch ports)" paper:"004 §4.1"`
+	DiskHosts      []int       `yaml:"disk_hosts" json:"disk_hosts" doc:"explicit host indexes of the disks, overriding disks; disk k (see device_map) is the k-th entry"`
+	DeviceMap      string      `yaml:"device_map" json:"device_map" doc:"trace device to disk: dense (devices numbered in order of first appearance, modulo the number of disks) or modulo (the device id modulo the number of disks)"`
+	Initiators     string      `yaml:"initiators" json:"initiators" doc:"which host issues each request: spread (record i from initiator host i mod N), by-initiator (the trace's initiator id, i.e. pid, host name or 0, numbered in order of first appearance, modulo N), by-device (every request to one device from one host) or random (uniform, seeded)"`
+	InitiatorHosts int         `yaml:"initiator_hosts" json:"initiator_hosts" doc:"number N of hosts that issue requests, the lowest-numbered hosts that are not disks; 0 = every host that is not a disk (paper 004: 128 workstations)" paper:"004 §4.1"`
+	RequestBytes   units.Bytes `yaml:"request_bytes" json:"request_bytes" doc:"payload of the small messages: a read request (host to disk) and a write completion (disk to host); the data messages carry the record's size"`
+	ServiceTime    bool        `yaml:"service_time" json:"service_time" doc:"delay each reply at the disk by the record's traced service time divided by the compression factor (records without one reply at once); off = the disk replies when the request is delivered"`
+}
+
+// ReplayRunConfig is the seed, binning and safety bound of a replay.
+type ReplayRunConfig struct {
+	Seed         uint64   `yaml:"seed" json:"seed" doc:"seed of the disk placement and of random initiator choice (irregular topologies are seeded by topology.seed)"`
+	Bin          des.Time `yaml:"bin" json:"bin" unit:"time" doc:"width of a time-series bin; 0 = one fiftieth of the replayed window's compressed span"`
+	DrainTimeout des.Time `yaml:"drain_timeout" json:"drain_timeout" unit:"time" doc:"safety bound: once every request is issued, stop with an error if no packet is delivered and no disk service is pending for this long"`
+}
+
+// ReplaySimConfig is everything a trace replay needs: the model parts of a
+// SimConfig with a trace mapping instead of synthetic traffic.
+type ReplaySimConfig struct {
+	Topology topo.Config     `yaml:"topology" json:"topology"`
+	Routing  route.Config    `yaml:"routing" json:"routing"`
+	Fabric   fabric.Config   `yaml:"fabric" json:"fabric"`
+	NIC      Config          `yaml:"nic" json:"nic"`
+	Replay   ReplayConfig    `yaml:"replay" json:"replay"`
+	Run      ReplayRunConfig `yaml:"run" json:"run"`
+}
+
+// DefaultReplayConfig is paper 004's mapping: 23 disks at random host
+// positions, requests spread over the other hosts, 64-byte requests and
+// completions, no service time, the embedded sample, compression 1.
+func DefaultReplayConfig() ReplayConfig {
+	return ReplayConfig{Format: "auto", Compression: 1, Disks: 23, DeviceMap: DevDense,
+		Initiators: InitSpread, RequestBytes: 64}
+}
+
+// paperCompression is the compression factor a paper replays its traces
+// with on the preset's network.
+var paperCompression = map[string]float64{
+	"paper004-irregular32": 2,   // paper 004 Table 1
+	"paper004-torus4x4":    2.5, // paper 004 Table 2
+	"paper000-min64":       20,  // paper 000 Fig. 3 (20 and 40)
+}
+
+// ReplayDeadlockTimeout is the least fabric.deadlock_timeout a replay
+// preset uses. A trace spans hours to days of simulated time and the
+// watchdog costs one event per interval; a deadlock is still reported,
+// this long after the fabric stops moving.
+const ReplayDeadlockTimeout = 100 * des.Millisecond
+
+// ReplayPreset returns the replay configuration of a named preset: its
+// topology, routing, fabric and NIC, the default mapping, the paper's
+// compression factor where the paper gives one (else 1), and a watchdog
+// interval of at least ReplayDeadlockTimeout.
+func ReplayPreset(name string) (ReplaySimConfig, error) {
+	p, err := LookupPreset(name)
+	if err != nil {
+		return ReplaySimConfig{}, err
+	}
+	c := ReplaySimConfig{Topology: p.Topology, Routing: p.Routing, Fabric: p.Fabric, NIC: p.NIC,
+		Replay: DefaultReplayConfig(),
+		Run:    ReplayRunConfig{Seed: p.Run.Seed, DrainTimeout: 1 * des.Second}}
+	if cf, ok := paperCompression[name]; ok {
+		c.Replay.Compression = cf
+	}
+	c.Fabric.DeadlockTimeout = max(c.Fabric.DeadlockTimeout, ReplayDeadlockTimeout)
+	return c, nil
+}
+
+// compressionScale is the denominator of the compression factor as a
+// rational number: C = num/compressionScale, so that trace time turns into
+// simulated time in integer arithmetic.
+const compressionScale = 1_000_000
+
+// compressionNum returns C·compressionScale, rounded.
+func compressionNum(c float64) (uint64, error) {
+	if math.IsNaN(c) || math.IsInf(c, 0) || c <= 0 {
+		return 0, fmt.Errorf("replay.compression %g: must be a positive number", c)
+	}
+	n := math.Round(c * compressionScale)
+	if n < 1 || n > 1e15 {
+		return 0, fmt.Errorf("replay.compression %g: want between 1e-6 and 1e9", c)
+	}
+	return uint64(n), nil
+}
+
+// compress turns a trace-time span into simulated time: d/C, in
+// picoseconds, with 128-bit intermediate arithmetic.
+func compress(d time.Duration, num uint64) (des.Time, error) {
+	if d < 0 {
+		d = 0
+	}
+	hi, lo := bits.Mul64(uint64(d), 1000*compressionScale)
+	if hi >= num {
+		return 0, errReplayRange
+	}
+	q, _ := bits.Div64(hi, lo, num)
+	if q > math.MaxInt64/2 {
+		return 0, errReplayRange
+	}
+	return des.Time(q), nil
+}
+
+var errReplayRange = errors.New("replay time beyond the simulator's range (about 53 days); raise replay.compression or narrow the window")
+
+// Validate checks the configuration on its own; what depends on the
+// topology (disk and host counts) is checked when the replay is built.
+func (c *ReplaySimConfig) Validate() error {
+	if err := c.Routing.Validate(); err != nil {
+		return fmt.Errorf("routing: %w", err)
+	}
+	if err := c.Fabric.Validate(); err != nil {
+		return err
+	}
+	if err := c.NIC.Validate(); err != nil {
+		return err
+	}
+	r := &c.Replay
+	if _, err := tracefmt.ParseFormat(r.Format); err != nil {
+		return fmt.Errorf("replay.format: %w", err)
+	}
+	if r.Trace == "" && r.Format != "" && r.Format != string(tracefmt.Auto) && r.Format != string(sample.Format) {
+		return fmt.Errorf("replay.format %q: the embedded sample is %s; give replay.trace to read another format", r.Format, sample.Format)
+	}
+	if _, err := compressionNum(r.Compression); err != nil {
+		return err
+	}
+	switch {
+	case r.SortWindow < 0:
+		return fmt.Errorf("replay.sort_window %d: must not be negative", r.SortWindow)
+	case r.From < 0 || r.To < 0:
+		return fmt.Errorf("replay.from and replay.to must not be negative")
+	case r.To != 0 && r.To <= r.From:
+		return fmt.Errorf("replay.to %v: must be after replay.from %v (or 0 for the end of the trace)", time.Duration(r.To), time.Duration(r.From))
+	case r.Limit < 0:
+		return fmt.Errorf("replay.limit %d: must not be negative", r.Limit)
+	case len(r.DiskHosts) == 0 && r.Disks < 1:
+		return fmt.Errorf("replay.disks %d: need at least one disk", r.Disks)
+	case r.InitiatorHosts < 0:
+		return fmt.Errorf("replay.initiator_hosts %d: must not be negative", r.InitiatorHosts)
+	case r.RequestBytes < 0 || r.RequestBytes > 1<<30:
+		return fmt.Errorf("replay.request_bytes %v: want 0 to 1 GiB", r.RequestBytes)
+	case c.Run.Bin < 0:
+		return fmt.Errorf("run.bin %v: must not be negative", c.Run.Bin)
+	case c.Run.DrainTimeout <= 0:
+		return fmt.Errorf("run.drain_timeout %v: must be positive", c.Run.DrainTimeout)
+	}
+	switch r.DeviceMap {
+	case DevDense, DevModulo:
+	default:
+		return fmt.Errorf("replay.device_map %q: want dense or modulo", r.DeviceMap)
+	}
+	switch r.Initiators {
+	case InitSpread, InitByInitiator, InitByDevice, InitRandom:
+	default:
+		return fmt.Errorf("replay.initiators %q: want spread, by-initiator, by-device or random", r.Initiators)
+	}
+	return nil
+}
+
+// OpenTrace opens the configured trace: the file or directory, or the
+// embedded sample when Trace is empty. It returns the reader and the name
+// used in reports.
+func (r ReplayConfig) OpenTrace() (tracefmt.Reader, string, error) {
+	opts := tracefmt.Options{SortWindow: r.SortWindow}
+	if r.Trace == "" {
+		rd, err := sample.Open(opts)
+		return rd, r.TraceName(), err
+	}
+	f, err := tracefmt.ParseFormat(r.Format)
+	if err != nil {
+		return nil, "", err
+	}
+	rd, err := tracefmt.Open(r.Trace, f, opts)
+	if err != nil {
+		return nil, "", fmt.Errorf("replay.trace: %w", err)
+	}
+	return rd, r.TraceName(), nil
+}
+
+// window selects the replayed records of a stream as the replay and its
+// pre-scan both need: trace time counts from the first record's arrival,
+// records before From are skipped, reading stops at the first record at or
+// after To or after Limit records.
+type window struct {
+	cfg     ReplayConfig
+	started bool
+	epoch   time.Duration
+	taken   int64
+	skipped int64
+}
+
+// next returns the next record in the window with its trace time since
+// From, or io.EOF when the window is over.
+func (w *window) next(rd tracefmt.Reader) (tracefmt.Record, time.Duration, error) {
+	for {
+		if w.cfg.Limit > 0 && w.taken >= w.cfg.Limit {
+			return tracefmt.Record{}, 0, io.EOF
+		}
+		rec, err := rd.Next()
+		if err != nil {
+			return rec, 0, err
+		}
+		if !w.started {
+			w.started, w.epoch = true, rec.Arrival
+		}
+		rel := rec.Arrival - w.epoch
+		if w.cfg.To > 0 && rel >= time.Duration(w.cfg.To) {
+			return rec, 0, io.EOF
+		}
+		if rel < time.Duration(w.cfg.From) {
+			w.skipped++
+			continue
+		}
+		w.taken++
+		return rec, rel - time.Duration(w.cfg.From), nil
+	}
+}
+
+// TraceScan is what a first pass over the trace finds in the window.
+type TraceScan struct {
+	Records int64         // records in the window (after Limit)
+	Span    time.Duration // trace time from From to the last record in the window
+	Skipped int64         // records before From
+}
+
+// ScanTrace reads the configured trace once, without simulating, to count
+// the records of the window and measure its span; it reports malformed
+// input before a long run starts.
+func (r ReplayConfig) ScanTrace() (TraceScan, error) {
+	rd, _, err := r.OpenTrace()
+	if err != nil {
+		return TraceScan{}, err
+	}
+	defer rd.Close()
+	w := window{cfg: r}
+	var sc TraceScan
+	for {
+		_, rel, err := w.next(rd)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return sc, err
+		}
+		sc.Records++
+		sc.Span = max(sc.Span, rel)
+	}
+	sc.Skipped = w.skipped
+	return sc, nil
+}
+
+// request is the per-request state of one trace record in flight. It is
+// pooled, so replay memory follows the number of outstanding requests, not
+// the length of the trace.
+type request struct {
+	host, disk int
+	op         tracefmt.Op
+	size       int64
+	issue      des.Time
+	service    des.Time
+	atDisk     bool // the request (read) or data (write) reached the disk
+}
+
+// Replay event kinds.
+const (
+	opArrive int32 = iota // the look-ahead record's arrival: issue it
+	opReply               // the disk's service is over: send the reply
+	opDrain               // safety check once everything is issued
+)
+
+// ReplayProgress is called as requests complete, with the number complete
+// and the number the window holds.
+type ReplayProgress func(completed, total uint64)
+
+// replayer drives a Network from a trace reader, one record ahead.
+type replayer struct {
+	s     *Session
+	eng   *des.Engine
+	nw    *Network
+	cfg   ReplayConfig
+	num   uint64
+	rd    tracefmt.Reader
+	win   window
+	total uint64
+
+	disks, inits []int
+	devIdx       map[uint32]int
+	initIdx      map[uint32]int
+	rnd          *rand.Rand
+
+	// Look-ahead: the one record whose arrival event is scheduled.
+	next      tracefmt.Record
+	nextAt    des.Time
+	lastAt    des.Time
+	allIssued bool
+
+	pool   []*request
+	doneFn func(*Message, des.Time)
+
+	issued, completed       uint64
+	reads, writes, late     uint64
+	issuedBytes             int64
+	outstanding, peak       int
+	pendingService          int
+	lastDone                des.Time
+	lat, readLat, writeLat  hist.Hist
+	binIssued, binCompleted []int64
+	binWidth                des.Time
+	finished                bool
+	err                     error
+	drainDelivered          uint64
+	drainTimeout            des.Time
+	progress                ReplayProgress
+}
+
+func (r *replayer) newRequest() *request {
+	if n := len(r.pool); n > 0 {
+		q := r.pool[n-1]
+		r.pool = r.pool[:n-1]
+		return q
+	}
+	return &request{}
+}
+
+func (r *replayer) freeRequest(q *request) {
+	*q = request{}
+	r.pool = append(r.pool, q)
+}
+
+func (r *replayer) count(s *[]int64, at des.Time) {
+	b := int(at / r.binWidth)
+	for len(*s) <= b {
+		*s = append(*s, 0)
+	}
+	(*s)[b]++
+}
+
+// advance reads the next record of the window into the look-ahead and
+// schedules its arrival, or marks the trace exhausted. Only one arrival is
+// ever scheduled, so the engine holds a bounded look-ahead however long
+// the trace is.
+func (r *replayer) advance() {
+	rec, rel, err := r.win.next(r.rd)
+	if err != nil {
+		if err != io.EOF {
+			r.fail(err)
+		}
+		r.exhausted()
+		return
+	}
+	at, err := compress(rel, r.num)
+	if err != nil {
+		r.fail(fmt.Errorf("record at trace time %v: %w", rel+time.Duration(r.cfg.From), err))
+		r.exhausted()
+		return
+	}
+	if at < r.lastAt { // out of order in the file: issue it now, count it
+		at = r.lastAt
+		r.late++
+	}
+	r.next, r.nextAt, r.lastAt = rec, at, at
+	r.eng.Schedule(at, r, opArrive, 0, nil)
+}
+
+func (r *replayer) exhausted() {
+	r.allIssued = true
+	r.checkFinished()
+	if !r.finished {
+		r.drainDelivered = r.s.Fabric.Stats.Delivered
+		r.eng.After(r.drainTimeout, r, opDrain, 0, nil)
+	}
+}
+
+func (r *replayer) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+	r.eng.Stop()
+}
+
+func (r *replayer) checkFinished() {
+	if r.allIssued && r.outstanding == 0 && !r.finished {
+		r.finished = true
+		r.eng.Stop()
+	}
+}
+
+// Handle implements des.Handler.
+func (r *replayer) Handle(ev *des.Event) {
+	switch ev.Op {
+	case opArrive:
+		r.issue(ev.At)
+		r.advance()
+	case opReply:
+		r.pendingService--
+		r.reply(ev.Ref.(*request), ev.At)
+	case opDrain:
+		if r.finished || r.err != nil {
+			return
+		}
+		d := r.s.Fabric.Stats.Delivered
+		if d == r.drainDelivered && r.pendingService == 0 {
+			r.fail(fmt.Errorf("replay stalled: %d requests outstanding, no packet delivered for %v (%d packets in the fabric, %d queued at NICs)",
+				r.outstanding, r.drainTimeout, r.s.Fabric.InFabric(), r.nw.Queued))
+			return
+		}
+		r.drainDelivered = d
+		r.eng.After(r.drainTimeout, r, opDrain, 0, nil)
+	}
+}
+
+// disk maps a trace device to a disk host.
+func (r *replayer) disk(dev uint32) int {
+	k, ok := r.devIdx[dev]
+	if !ok {
+		k = len(r.devIdx)
+		r.devIdx[dev] = k
+	}
+	if r.cfg.DeviceMap == DevModulo {
+		return r.disks[int(dev%uint32(len(r.disks)))]
+	}
+	return r.disks[k%len(r.disks)]
+}
+
+// initiator picks the host that issues the record.
+func (r *replayer) initiator(rec *tracefmt.Record) int {
+	n := len(r.inits)
+	switch r.cfg.Initiators {
+	case InitByInitiator:
+		k, ok := r.initIdx[rec.Initiator]
+		if !ok {
+			k = len(r.initIdx)
+			r.initIdx[rec.Initiator] = k
+		}
+		return r.inits[k%n]
+	case InitByDevice:
+		return r.inits[r.devIdx[rec.Device]%n] // disk() numbered it already
+	case InitRandom:
+		return r.inits[r.rnd.IntN(n)]
+	}
+	return r.inits[int(r.issued%uint64(n))]
+}
+
+// issue sends the look-ahead record's first message: a read request of
+// RequestBytes, or the write's data (trace-formats §4: request/reply
+// mapping; paper 004 §4.1: payload as in the trace, split at the MTU by
+// Network.Send).
+func (r *replayer) issue(now des.Time) {
+	rec := &r.next
+	q := r.newRequest()
+	q.disk = r.disk(rec.Device)
+	q.host = r.initiator(rec)
+	q.op, q.size, q.issue = rec.Op, int64(rec.Size), now
+	if r.cfg.ServiceTime && rec.HasService {
+		s, err := compress(rec.Service, r.num)
+		if err != nil {
+			s = 0
+		}
+		q.service = s
+	}
+	r.issued++
+	r.issuedBytes += q.size
+	r.outstanding++
+	r.peak = max(r.peak, r.outstanding)
+	r.count(&r.binIssued, now)
+	m := r.nw.NewMessage()
+	m.Src, m.Dst, m.Gen, m.Tag, m.Done = q.host, q.disk, now, q, r.doneFn
+	if q.op == tracefmt.OpRead {
+		r.reads++
+		m.Bytes = int64(r.cfg.RequestBytes)
+	} else {
+		r.writes++
+		m.Bytes = q.size
+	}
+	r.nw.Send(m)
+}
+
+// reply sends the disk's answer: the read's data, or a write completion of
+// RequestBytes.
+func (r *replayer) reply(q *request, now des.Time) {
+	m := r.nw.NewMessage()
+	m.Src, m.Dst, m.Gen, m.Tag, m.Done = q.disk, q.host, now, q, r.doneFn
+	if q.op == tracefmt.OpRead {
+		m.Bytes = q.size
+	} else {
+		m.Bytes = int64(r.cfg.RequestBytes)
+	}
+	r.nw.Send(m)
+}
+
+// onDone is every replay message's Done callback. It runs inside the
+// fabric's delivery, so the reply is scheduled as an event rather than
+// sent from here.
+func (r *replayer) onDone(m *Message, at des.Time) {
+	q := m.Tag.(*request)
+	if !q.atDisk {
+		q.atDisk = true
+		r.pendingService++
+		r.eng.Schedule(max(at, r.eng.Now())+q.service, r, opReply, 0, q)
+		return
+	}
+	lat := int64(at - q.issue)
+	r.lat.Add(lat)
+	if q.op == tracefmt.OpRead {
+		r.readLat.Add(lat)
+	} else {
+		r.writeLat.Add(lat)
+	}
+	r.completed++
+	r.outstanding--
+	r.lastDone = max(r.lastDone, at)
+	r.count(&r.binCompleted, at)
+	r.freeRequest(q)
+	if r.progress != nil {
+		r.progress(r.completed, r.total)
+	}
+	r.checkFinished()
+}
+
+// ReplaySummary is the result of a trace replay. Everything outside Run is
+// a pure function of the configuration, the trace and the seed.
+type ReplaySummary struct {
+	Schema   string          `json:"schema"`
+	Config   ReplaySimConfig `json:"config"`
+	Topology TopologySummary `json:"topology"`
+	Routing  RoutingSummary  `json:"routing"`
+	Trace    TraceInfo       `json:"trace"`
+	Mapping  MappingInfo     `json:"mapping"`
+
+	Requests    uint64 `json:"requests"`
+	Completed   uint64 `json:"completed"`
+	Reads       uint64 `json:"reads"`
+	Writes      uint64 `json:"writes"`
+	IssuedBytes int64  `json:"issued_bytes"`
+	LateRecords uint64 `json:"late_records"`
+	// PeakOutstanding is the most requests issued and not yet complete at
+	// once; replay memory follows it.
+	PeakOutstanding int `json:"peak_outstanding"`
+
+	// TraceExecutionTimeNs is when the last reply of the window was
+	// delivered, from replay time 0 (paper 004 §4).
+	TraceExecutionTimeNs float64 `json:"trace_execution_time_ns"`
+	// LastIssueNs is when the last request was issued: the window's
+	// compressed span.
+	LastIssueNs float64 `json:"last_issue_ns"`
+
+	LatencyNs                       hist.Summary     `json:"latency_ns"`
+	ReadLatencyNs                   hist.Summary     `json:"read_latency_ns"`
+	WriteLatencyNs                  hist.Summary     `json:"write_latency_ns"`
+	PacketLatencyNs                 hist.Summary     `json:"packet_latency_ns"`
+	NetworkLatencyNs                hist.Summary     `json:"network_latency_ns"`
+	AcceptedBytesPerNs              float64          `json:"accepted_bytes_per_ns"`
+	AcceptedBytesPerNsPerSwitch     float64          `json:"accepted_bytes_per_ns_per_switch"`
+	AcceptedWireBytesPerNsPerSwitch float64          `json:"accepted_wire_bytes_per_ns_per_switch"`
+	Packets                         PacketCounts     `json:"packets"`
+	Hops                            HopSummary       `json:"hops"`
+	LinkUtilisation                 MinMeanMax       `json:"link_utilisation"`
+	Invariants                      ReplayInvariants `json:"invariants"`
+	DeliveryReport                                   // end-to-end delivery figures, flattened
+	Timeseries                      []ReplayBin      `json:"timeseries"`
+	Run                             *ReplayRunInfo   `json:"run,omitempty"`
+}
+
+// TraceInfo says what was replayed.
+type TraceInfo struct {
+	Name        string  `json:"name"`
+	Format      string  `json:"format"`
+	Compression float64 `json:"compression"`
+	FromNs      float64 `json:"from_ns"` // trace time
+	ToNs        float64 `json:"to_ns"`   // trace time; 0 = end
+	Records     int64   `json:"records"` // in the window
+	Skipped     int64   `json:"skipped_before_window"`
+	SpanNs      float64 `json:"span_ns"` // trace time from From to the last record
+	Devices     int     `json:"devices"` // distinct devices seen
+	Initiators  int     `json:"initiators,omitempty"`
+}
+
+// MappingInfo is where the trace landed on the fabric.
+type MappingInfo struct {
+	DiskHosts      []int  `json:"disk_hosts"`
+	InitiatorHosts int    `json:"initiator_hosts"`
+	Initiators     string `json:"initiators"`
+	DeviceMap      string `json:"device_map"`
+}
+
+// ReplayInvariants adds to the fabric invariants that every request of the
+// window completed.
+type ReplayInvariants struct {
+	InvariantReport
+	AllCompleted bool `json:"all_completed"`
+}
+
+// ReplayBin is one time-series bin of a replay.
+type ReplayBin struct {
+	TimeUs                      float64 `json:"time_us"` // bin start
+	Issued                      int64   `json:"issued"`
+	Completed                   int64   `json:"completed"`
+	OfferedWireBytesPerNsPerSw  float64 `json:"offered_wire_bytes_per_ns_per_switch"`
+	AcceptedBytesPerNsPerSwitch float64 `json:"accepted_bytes_per_ns_per_switch"`
+	AcceptedWireBytesPerNsPerSw float64 `json:"accepted_wire_bytes_per_ns_per_switch"`
+}
+
+// ReplayRunInfo is RunInfo plus the replay speed.
+type ReplayRunInfo struct {
+	RunInfo
+	ScanSeconds      float64 `json:"scan_seconds"`
+	RecordsPerSecond float64 `json:"records_per_second"`
+}
+
+// RunReplay replays the configured trace through the fabric until every
+// request of the window completed (or a deadlock, a stall or a read error
+// stops it, which is returned with the partial summary).
+func RunReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	num, _ := compressionNum(cfg.Replay.Compression)
+	wallStart := time.Now()
+	scan, err := cfg.Replay.ScanTrace()
+	if err != nil {
+		return nil, err
+	}
+	if scan.Records == 0 {
+		return nil, fmt.Errorf("replay: no records in the window [%v, %v) of the trace", time.Duration(cfg.Replay.From), time.Duration(cfg.Replay.To))
+	}
+	span, err := compress(scan.Span, num)
+	if err != nil {
+		return nil, fmt.Errorf("replay: window of %v at compression %g: %w", scan.Span, cfg.Replay.Compression, err)
+	}
+	scanWall := time.Since(wallStart).Seconds()
+	bin := cfg.Run.Bin
+	if bin == 0 {
+		bin = max(span/50, des.Microsecond)
+	}
+	s, err := NewSession(cfg.Topology, cfg.Routing, cfg.Fabric, cfg.NIC, 0, des.Never, bin)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newReplayer(s, cfg, num)
+	if err != nil {
+		return nil, err
+	}
+	defer r.rd.Close()
+	r.total, r.progress = uint64(scan.Records), progress
+	simStart := time.Now()
+	r.advance()
+	for !r.finished && r.err == nil && s.Fabric.Deadlock == nil && s.Eng.Pending() > 0 {
+		s.Eng.RunUntil(des.Never)
+	}
+	wall := time.Since(simStart).Seconds()
+	sum := r.summarize(cfg, scan)
+	total := scanWall + wall
+	sum.Run = &ReplayRunInfo{RunInfo: RunInfo{WallSeconds: total, Events: s.Eng.Fired(),
+		EventsPerSecond:           float64(s.Eng.Fired()) / wall,
+		DeliveredPacketsPerSecond: float64(s.Fabric.Stats.Delivered) / wall},
+		ScanSeconds: scanWall, RecordsPerSecond: float64(r.issued) / total}
+	switch {
+	case s.Fabric.Deadlock != nil:
+		return sum, s.Fabric.Deadlock
+	case r.err != nil:
+		return sum, r.err
+	case !r.finished:
+		return sum, fmt.Errorf("replay stopped with %d of %d requests complete", r.completed, r.issued)
+	}
+	return sum, nil
+}
+
+func newReplayer(s *Session, cfg ReplaySimConfig, num uint64) (*replayer, error) {
+	c := cfg.Replay
+	n := s.Topo.NumHosts()
+	var disks []int
+	if len(c.DiskHosts) > 0 {
+		seen := map[int]bool{}
+		for _, h := range c.DiskHosts {
+			if h < 0 || h >= n {
+				return nil, fmt.Errorf("replay.disk_hosts: host %d out of range (the topology has hosts 0..%d)", h, n-1)
+			}
+			if seen[h] {
+				return nil, fmt.Errorf("replay.disk_hosts: host %d listed twice", h)
+			}
+			seen[h] = true
+		}
+		disks = slices.Clone(c.DiskHosts)
+	} else {
+		if c.Disks >= n {
+			return nil, fmt.Errorf("replay.disks %d: the topology has %d hosts, and at least one must be an initiator", c.Disks, n)
+		}
+		// Paper 004 §4.1: "the disks will be randomly attached to 23
+		// switch ports"; here a disk takes a host position.
+		disks = rng.Stream(cfg.Run.Seed, "replay.disks", 0).Perm(n)[:c.Disks]
+	}
+	if len(disks) >= n {
+		return nil, fmt.Errorf("replay.disk_hosts: all %d hosts are disks; at least one must be an initiator", n)
+	}
+	isDisk := make([]bool, n)
+	for _, h := range disks {
+		isDisk[h] = true
+	}
+	var inits []int
+	for h := 0; h < n; h++ {
+		if !isDisk[h] && (c.InitiatorHosts == 0 || len(inits) < c.InitiatorHosts) {
+			inits = append(inits, h)
+		}
+	}
+	if c.InitiatorHosts > len(inits) {
+		return nil, fmt.Errorf("replay.initiator_hosts %d: only %d hosts are not disks", c.InitiatorHosts, len(inits))
+	}
+	rd, _, err := c.OpenTrace()
+	if err != nil {
+		return nil, err
+	}
+	r := &replayer{s: s, eng: s.Eng, nw: s.Net, cfg: c, num: num, rd: rd, win: window{cfg: c},
+		disks: disks, inits: inits, devIdx: map[uint32]int{}, initIdx: map[uint32]int{},
+		rnd: rng.Stream(cfg.Run.Seed, "replay.initiators", 0), binWidth: s.Metrics.BinWidth,
+		drainTimeout: cfg.Run.DrainTimeout}
+	r.doneFn = r.onDone
+	return r, nil
+}
+
+func (r *replayer) summarize(cfg ReplaySimConfig, scan TraceScan) *ReplaySummary {
+	s := r.s
+	m := s.Metrics
+	f := s.Fabric
+	sw := float64(s.Topo.NumSwitches())
+	sum := &ReplaySummary{Schema: ReplaySchema, Config: cfg,
+		Topology: TopologySummary{Name: s.Topo.Name, Describe: s.Topo.Describe(), Switches: s.Topo.NumSwitches(), Hosts: s.Topo.NumHosts(), Links: len(s.Topo.Links)},
+		Routing: RoutingSummary{Mode: string(s.Router.Mode()), Escape: s.Router.EscapeName(), VLs: s.Router.NumVLs(),
+			EscapeVLs: s.Router.EscapeVLs(), EscapeCheck: s.Router.CheckNote},
+		Trace: TraceInfo{Format: string(r.rd.Format()), Compression: cfg.Replay.Compression,
+			FromNs: float64(cfg.Replay.From), ToNs: float64(cfg.Replay.To), Records: scan.Records, Skipped: scan.Skipped,
+			SpanNs: float64(scan.Span), Devices: len(r.devIdx), Initiators: len(r.initIdx)},
+		Mapping:  MappingInfo{DiskHosts: r.disks, InitiatorHosts: len(r.inits), Initiators: cfg.Replay.Initiators, DeviceMap: cfg.Replay.DeviceMap},
+		Requests: r.issued, Completed: r.completed, Reads: r.reads, Writes: r.writes, IssuedBytes: r.issuedBytes,
+		LateRecords: r.late, PeakOutstanding: r.peak,
+		TraceExecutionTimeNs: r.lastDone.Nanoseconds(), LastIssueNs: r.lastAt.Nanoseconds(),
+		LatencyNs: r.lat.Summarize(1000), ReadLatencyNs: r.readLat.Summarize(1000), WriteLatencyNs: r.writeLat.Summarize(1000),
+		PacketLatencyNs: m.Latency.Summarize(1000), NetworkLatencyNs: m.NetLatency.Summarize(1000),
+	}
+	sum.Trace.Name = cfg.Replay.TraceName()
+	if ns := sum.TraceExecutionTimeNs; ns > 0 {
+		sum.AcceptedBytesPerNs = float64(m.DelPayload) / ns
+		sum.AcceptedBytesPerNsPerSwitch = sum.AcceptedBytesPerNs / sw
+		sum.AcceptedWireBytesPerNsPerSwitch = float64(m.DelWireBytes) / ns / sw
+	}
+	st := f.Stats
+	sum.Packets = PacketCounts{Generated: s.Net.Generated, Injected: st.Injected, Delivered: st.Delivered,
+		InFlight: f.InFabric(), QueuedAtSources: uint64(s.Net.Queued), DeliveredInWindow: m.DelPackets,
+		OutOfOrder: m.AllOutOfOrder, CreditPackets: st.CreditPackets, EscapeGrants: st.EscapeGrants, AdaptiveGrants: st.AdaptiveGrants}
+	sum.Hops = HopSummary{Mean: m.Hops.Mean(), Max: m.Hops.Max()}
+	mean, mx := f.LinkUtilisation()
+	sum.LinkUtilisation = MinMeanMax{Mean: mean, Max: mx}
+	iv := ReplayInvariants{InvariantReport: s.invariants(), AllCompleted: r.finished && r.completed == r.total}
+	if !iv.AllCompleted {
+		iv.Violations = append(iv.Violations, fmt.Sprintf("requests: %d of %d in the window completed", r.completed, r.total))
+	}
+	iv.OK = iv.OK && iv.AllCompleted
+	sum.Invariants = iv
+	sum.Timeseries = r.timeseries(sw)
+	return sum
+}
+
+// TraceName returns the name reports use for the configured trace.
+func (r ReplayConfig) TraceName() string {
+	if r.Trace == "" {
+		return sample.Name + " (embedded)"
+	}
+	return r.Trace
+}
+
+func (r *replayer) timeseries(sw float64) []ReplayBin {
+	m := r.s.Metrics
+	end := max(r.lastDone, r.lastAt)
+	n := int(end/r.binWidth) + 1
+	binNs := r.binWidth.Nanoseconds()
+	at := func(xs []int64, i int) int64 {
+		if i < len(xs) {
+			return xs[i]
+		}
+		return 0
+	}
+	out := make([]ReplayBin, n)
+	for i := range out {
+		b := &out[i]
+		b.TimeUs = float64(i) * binNs / 1000
+		b.Issued = at(r.binIssued, i)
+		b.Completed = at(r.binCompleted, i)
+		b.OfferedWireBytesPerNsPerSw = float64(at(m.BinGenWire, i)) / binNs / sw
+		b.AcceptedBytesPerNsPerSwitch = float64(at(m.BinPayload, i)) / binNs / sw
+		b.AcceptedWireBytesPerNsPerSw = float64(at(m.BinWire, i)) / binNs / sw
+	}
+	return out
+}
