@@ -20,56 +20,56 @@ import (
 type Config struct {
 	// Kind is the topology family: torus, mesh, min, irregular or file.
 	// Default torus (paper 004 §4.1 evaluates a 4x4 torus).
-	Kind Kind `yaml:"kind" json:"kind"`
+	Kind Kind `yaml:"kind" json:"kind" doc:"topology family: torus, mesh, min, irregular or file" paper:"004 §4.1"`
 
 	// K is the number of switches along each dimension of a torus or mesh,
 	// dimension 0 first (unit: switches). Default [4, 4] (paper 004 §4.1
 	// 4x4 torus; papers 001 and 002 use 16x16 and 32x32).
-	K []int `yaml:"k,omitempty" json:"k,omitempty"`
+	K []int `yaml:"k,omitempty" json:"k,omitempty" unit:"switches" doc:"switches along each dimension of a torus or mesh, dimension 0 first (papers 001, 002: 16x16, 32x32)" paper:"004 §4.1"`
 	// N is the number of dimensions of a torus or mesh when K has a single
 	// entry: K = [k], N = n builds a k-ary n-cube (unit: dimensions).
 	// Default 0: N = len(K).
-	N int `yaml:"n,omitempty" json:"n,omitempty"`
+	N int `yaml:"n,omitempty" json:"n,omitempty" unit:"dimensions" doc:"dimensions of a torus or mesh when k has one entry (k = [k], n builds a k-ary n-cube); 0 = len(k)"`
 	// HostsPerSwitch is the number of hosts on every switch of a torus, mesh
 	// or irregular network (unit: hosts). Default 8 for torus and mesh
 	// (paper 004 §4.1: 8 workstations per switch of the 4x4 torus), 4 for
 	// irregular (paper 004 §4.1: 4 nodes per switch).
-	HostsPerSwitch int `yaml:"hosts_per_switch" json:"hosts_per_switch"`
+	HostsPerSwitch int `yaml:"hosts_per_switch" json:"hosts_per_switch" unit:"hosts" doc:"hosts on every switch of a torus, mesh or irregular network (paper: 8 on the 4x4 torus, 4 on irregular networks)" paper:"004 §4.1"`
 	// Ports is the number of ports per switch of a torus, mesh or irregular
 	// network (unit: ports). Cubes need at least HostsPerSwitch + 2*N; 0
 	// (the default for cubes) means exactly that. Default 8 for irregular
 	// (paper 004 §4.1: 8-port switches).
-	Ports int `yaml:"ports" json:"ports"`
+	Ports int `yaml:"ports" json:"ports" unit:"ports" doc:"ports per switch of a torus, mesh or irregular network; cubes need hosts_per_switch + 2n (0 = exactly that)" paper:"004 §4.1"`
 
 	// Hosts is the number of hosts of a MIN (unit: hosts). Default 64
 	// (paper 000 §4.1: 64, 256 and 512 hosts; paper 003 §4.2: 256).
-	Hosts int `yaml:"hosts" json:"hosts"`
+	Hosts int `yaml:"hosts" json:"hosts" unit:"hosts" doc:"hosts of a MIN (paper 000: 64, 256, 512; paper 003: 256)" paper:"000 §4.1"`
 	// MINRadix is the number of ports of every MIN switch, half down and
 	// half up (unit: ports). Default 8 (paper 000 §4.1: 8-port switches;
 	// paper 003 §4.2 also uses 32x32 switches, min_radix 32).
-	MINRadix int `yaml:"min_radix" json:"min_radix"`
+	MINRadix int `yaml:"min_radix" json:"min_radix" unit:"ports" doc:"ports of every MIN switch, half down and half up (paper 003 also uses 32)" paper:"000 §4.1"`
 	// Stages is the number of switch stages of a MIN (unit: stages).
 	// Default 0: the minimum, ceil(log_{min_radix/2} hosts), which gives
 	// the papers' 3, 4 and 5 stages for 64, 256 and 512 hosts (paper 000
 	// §4.1) and 4 or 2 stages for 256 hosts of 8x8 or 32x32 switches
 	// (paper 003 §4.2).
-	Stages int `yaml:"stages" json:"stages"`
+	Stages int `yaml:"stages" json:"stages" unit:"stages" doc:"switch stages of a MIN; 0 = the minimum, ceil(log_{min_radix/2} hosts)" paper:"000 §4.1"`
 
 	// Switches is the number of switches of an irregular network (unit:
 	// switches). Default 32 (paper 004 §4.1, Tables 1 and 2; the paper
 	// also generates 16- and 64-switch networks).
-	Switches int `yaml:"switches" json:"switches"`
+	Switches int `yaml:"switches" json:"switches" unit:"switches" doc:"switches of an irregular network (paper: 16, 32 and 64)" paper:"004 §4.1"`
 	// Seed selects the random irregular network; the same seed gives the
 	// same network everywhere (unit: none). Default 1. Paper 004 §4.1
 	// evaluates ten random topologies per size: seeds 1..10.
-	Seed uint64 `yaml:"seed" json:"seed"`
+	Seed uint64 `yaml:"seed" json:"seed" doc:"selects the random irregular network; the same seed gives the same network everywhere (paper: ten random topologies per size)" paper:"004 §4.1"`
 
 	// Path is the topology file for kind file (unit: path).
-	Path string `yaml:"path,omitempty" json:"path,omitempty"`
+	Path string `yaml:"path,omitempty" json:"path,omitempty" doc:"topology file for kind file (YAML/JSON edge list or ibnetdiscover output)"`
 	// Format of Path: yaml, json or ibnetdiscover. Default "": by
 	// extension (.yaml/.yml, .json), anything else is read as
 	// ibnetdiscover output.
-	Format string `yaml:"format,omitempty" json:"format,omitempty"`
+	Format string `yaml:"format,omitempty" json:"format,omitempty" doc:"format of path: yaml, json or ibnetdiscover; empty = by extension (.yaml/.yml, .json, else ibnetdiscover)"`
 }
 
 // KindFile is the Config kind that loads a topology from Config.Path.
