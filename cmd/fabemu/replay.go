@@ -1,0 +1,303 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fabemu/fabemu/internal/params"
+	"github.com/fabemu/fabemu/internal/report"
+	"github.com/fabemu/fabemu/nic"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newReplayCmd) }
+
+type replayFlags struct {
+	trace, format, preset, config string
+	sets                          []string
+	compression                   float64
+	routing                       string
+	seed                          uint64
+	from, to                      string
+	limit                         int64
+	jsonPath, timeseries, plot    string
+}
+
+func newReplayCmd() *cobra.Command {
+	var f replayFlags
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Replay a block-I/O trace as request/reply traffic and report the trace execution time",
+		Long: `Replay a block-I/O trace through a simulated fabric.
+
+Each record becomes a request from an initiator host to a disk host and a
+reply back (a read: small request, data reply; a write: data, small
+completion), issued open loop at the record's arrival time divided by the
+compression factor. The disks take random host positions (paper 004: 23 of
+them), the other hosts issue the requests. The main figure is the trace
+execution time: when the last reply is delivered. See docs/replay.md.
+
+The configuration starts from a preset (default paper004-torus4x4), is
+overridden by a YAML file (--config), by flags, and last by --set (e.g.
+--set replay.initiators=random). With no --trace the embedded cello99-like
+sample is replayed.`,
+		Example: `  fabemu replay
+  fabemu replay --trace ajw.1week.srt --compression 1000 --routing adaptive --json out.json --plot tput.svg
+  fabemu replay --trace cello.csv.gz --from 1h --to 2h --limit 100000 --set replay.disks=8`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.resolve(cmd)
+			if err != nil {
+				return err
+			}
+			var prog *report.Progress
+			sum, err := nic.RunReplay(cfg, func(done, total uint64) {
+				if prog == nil {
+					prog = report.NewProgress(os.Stderr, "replay", float64(total), "requests")
+				}
+				prog.Update(float64(done))
+			})
+			prog.Done()
+			if sum != nil {
+				writeReplayTable(cmd.OutOrStdout(), sum)
+				if werr := writeOut(f.jsonPath, sum); werr != nil {
+					return werr
+				}
+				if f.timeseries != "" {
+					if werr := writeReplaySeries(f.timeseries, sum); werr != nil {
+						return werr
+					}
+				}
+				if f.plot != "" {
+					if werr := plotReplay(f.plot, sum); werr != nil {
+						return werr
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "plot written to %s\n", f.plot)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if !sum.Invariants.OK {
+				return fmt.Errorf("invariants violated: %s", strings.Join(sum.Invariants.Violations, "; "))
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.trace, "trace", "", "trace file or directory of SRT files (default: the embedded cello99-like sample)")
+	fs.StringVar(&f.format, "format", "", "trace format: auto, srt, msr, spc, blkparse, fio, disksim, csv (default auto)")
+	fs.StringVar(&f.preset, "preset", "paper004-torus4x4", "named configuration to start from (fabemu sim --list-presets shows them)")
+	fs.StringVar(&f.config, "config", "", "YAML file overriding preset fields (unknown keys are errors)")
+	fs.StringArrayVar(&f.sets, "set", nil, "override one field, e.g. --set replay.disks=8 (repeatable; applied last)")
+	fs.Float64Var(&f.compression, "compression", 0, "time compression factor (default: the paper's for the preset, 2.5 on paper004-torus4x4, else 1)")
+	fs.StringVar(&f.routing, "routing", "", "deterministic or adaptive")
+	fs.Uint64Var(&f.seed, "seed", 0, "random seed (disk placement, random initiators)")
+	fs.StringVar(&f.from, "from", "", "start of the replayed window in trace time since the first record, e.g. 1h")
+	fs.StringVar(&f.to, "to", "", "end of the replayed window in trace time (exclusive), e.g. 2h30m")
+	fs.Int64Var(&f.limit, "limit", 0, "replay at most this many records (0: all)")
+	fs.StringVar(&f.jsonPath, "json", "", "write the JSON summary (schema "+nic.ReplaySchema+") to PATH (- for stdout)")
+	fs.StringVar(&f.timeseries, "timeseries", "", "write issued/completed requests and offered/accepted traffic per time bin to PATH (.csv, else JSON lines)")
+	fs.StringVar(&f.plot, "plot", "", "write the accepted traffic over time plot to PATH (.svg or .png)")
+	return cmd
+}
+
+// resolve builds the replay configuration: the preset, then --config,
+// then the flags that were given, then every --set.
+func (f *replayFlags) resolve(cmd *cobra.Command) (nic.ReplaySimConfig, error) {
+	cfg, err := nic.ReplayPreset(f.preset)
+	if err != nil {
+		return cfg, err
+	}
+	if f.config != "" {
+		if err := params.LoadYAML(f.config, &cfg); err != nil {
+			return cfg, err
+		}
+	}
+	fs := cmd.Flags()
+	var ferr error
+	set := func(flag string, apply func() error) {
+		if ferr == nil && fs.Changed(flag) {
+			if err := apply(); err != nil {
+				ferr = fmt.Errorf("--%s: %w", flag, err)
+			}
+		}
+	}
+	set("trace", func() error { cfg.Replay.Trace = f.trace; return nil })
+	set("format", func() error { cfg.Replay.Format = f.format; return nil })
+	set("compression", func() error {
+		if !(f.compression > 0) {
+			return fmt.Errorf("%g: the compression factor must be positive", f.compression)
+		}
+		cfg.Replay.Compression = f.compression
+		return nil
+	})
+	set("routing", func() (err error) { cfg.Routing.Mode, err = parseMode(f.routing); return })
+	set("seed", func() error { cfg.Run.Seed = f.seed; return nil })
+	set("from", func() error { return cfg.Replay.From.UnmarshalText([]byte(f.from)) })
+	set("to", func() error { return cfg.Replay.To.UnmarshalText([]byte(f.to)) })
+	set("limit", func() error {
+		if f.limit < 0 {
+			return fmt.Errorf("%d: must not be negative", f.limit)
+		}
+		cfg.Replay.Limit = f.limit
+		return nil
+	})
+	if ferr != nil {
+		return cfg, ferr
+	}
+	for _, s := range f.sets {
+		if err := params.Set(&cfg, s); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, cfg.Validate()
+}
+
+// timeStr prints a simulated time in nanoseconds with a readable unit,
+// to the microsecond above a millisecond.
+func timeStr(ns float64) string {
+	d := time.Duration(ns)
+	if d > time.Millisecond {
+		d = d.Round(time.Microsecond)
+	}
+	return d.String()
+}
+
+// hostList prints host indexes, eliding the middle of a long list.
+func hostList(hs []int) string {
+	var b strings.Builder
+	for i, h := range hs {
+		if len(hs) > 12 && i == 10 {
+			fmt.Fprintf(&b, " ... (%d more)", len(hs)-10)
+			break
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprint(&b, h)
+	}
+	return b.String()
+}
+
+func writeReplayTable(w io.Writer, s *nic.ReplaySummary) {
+	c := s.Config
+	r := c.Replay
+	cfgSec := report.Section{Title: "Configuration"}
+	cfgSec.Add("trace", fmt.Sprintf("%s (%s), %s records in the window", s.Trace.Name, s.Trace.Format, report.FormatInt(s.Trace.Records)), "")
+	cfgSec.Add("compression factor", report.FormatFloat(r.Compression, 6), "")
+	win := "whole trace"
+	if r.From != 0 || r.To != 0 || r.Limit != 0 {
+		to := "end"
+		if r.To != 0 {
+			to = time.Duration(r.To).String()
+		}
+		win = fmt.Sprintf("trace time %v to %s", time.Duration(r.From), to)
+		if r.Limit != 0 {
+			win += fmt.Sprintf(", first %s records", report.FormatInt(r.Limit))
+		}
+	}
+	cfgSec.Add("window", win, "")
+	cfgSec.Add("topology", s.Topology.Describe, "")
+	cfgSec.Add("routing", fmt.Sprintf("%s, escape %s, %d lanes", s.Routing.Mode, s.Routing.Escape, s.Routing.VLs), "")
+	cfgSec.Add("links", fmt.Sprintf("%v %s, %g m; MTU %v", c.Fabric.LinkRate, c.Fabric.LineCoding, c.Fabric.LinkLength, c.NIC.MTU), "")
+	place := fmt.Sprintf("random, seed %d", c.Run.Seed)
+	if len(r.DiskHosts) > 0 {
+		place = "listed"
+	}
+	cfgSec.Add("disks", fmt.Sprintf("%d hosts (%s), %d trace devices seen, device map %s", len(s.Mapping.DiskHosts), place, s.Trace.Devices, s.Mapping.DeviceMap), "")
+	cfgSec.Add("disk hosts", hostList(s.Mapping.DiskHosts), "")
+	cfgSec.Add("initiators", fmt.Sprintf("%d hosts, %s", s.Mapping.InitiatorHosts, s.Mapping.Initiators), "")
+	svc := "off"
+	if r.ServiceTime {
+		svc = "traced, compressed"
+	}
+	cfgSec.Add("request/completion size", fmt.Sprintf("%v; disk service time %s", r.RequestBytes, svc), "")
+	cfgSec.Add("seed", fmt.Sprint(c.Run.Seed), "")
+
+	res := report.Section{Title: "Results"}
+	res.Add("trace execution time", timeStr(s.TraceExecutionTimeNs), "last reply delivered")
+	res.Add("last request issued", timeStr(s.LastIssueNs), "compressed trace span")
+	res.Add("requests issued / completed", fmt.Sprintf("%s / %s", report.FormatUint(s.Requests), report.FormatUint(s.Completed)), "")
+	res.Add("reads / writes", fmt.Sprintf("%s / %s", report.FormatUint(s.Reads), report.FormatUint(s.Writes)), "")
+	res.Add("issued bytes", report.FormatInt(s.IssuedBytes), "bytes")
+	res.Add("peak outstanding requests", report.FormatInt(int64(s.PeakOutstanding)), "")
+	if s.LateRecords > 0 {
+		res.Add("late (out-of-order) records", report.FormatUint(s.LateRecords), "")
+	}
+	res.Add("accepted traffic", f3(s.AcceptedBytesPerNsPerSwitch), "bytes/ns/switch (payload, over the execution time)")
+	res.Add("request latency mean / p50 / p99 / max", latStr(s.LatencyNs), "ns (issue to reply delivered)")
+	res.Add("read latency", latStr(s.ReadLatencyNs), "ns")
+	res.Add("write latency", latStr(s.WriteLatencyNs), "ns")
+	res.Add("packet latency", latStr(s.PacketLatencyNs), "ns (from generation)")
+	res.Add("network latency", latStr(s.NetworkLatencyNs), "ns (from injection)")
+	res.Add("hops mean / max", fmt.Sprintf("%s / %d", f3(s.Hops.Mean), s.Hops.Max), "switches")
+	p := s.Packets
+	res.Add("packets generated / delivered", fmt.Sprintf("%s / %s", report.FormatUint(p.Generated), report.FormatUint(p.Delivered)), "")
+	res.Add("delivered out of order", report.FormatUint(p.OutOfOrder), "packets")
+
+	inv := report.Section{Title: "Invariants"}
+	iv := s.Invariants
+	inv.Add("every request completed", okStr(iv.AllCompleted), "")
+	inv.Add("packets conserved", okStr(iv.PacketsConserved), "")
+	inv.Add("credits non-negative / conserved", okStr(iv.CreditsNonNegative)+" / "+okStr(iv.CreditsConserved), "")
+	inv.Add("buffers within capacity", okStr(iv.BuffersWithinCap), "")
+	if iv.InOrder != nil {
+		inv.Add("in order (deterministic routing)", okStr(*iv.InOrder), "")
+	}
+	inv.Add("no deadlock", okStr(iv.NoDeadlock), "")
+	secs := []report.Section{cfgSec, res, inv}
+	if s.Run != nil {
+		run := report.Section{Title: "Run"}
+		run.Add("wall time", report.FormatFloat(s.Run.WallSeconds, 3), fmt.Sprintf("s (trace scan %s s)", report.FormatFloat(s.Run.ScanSeconds, 2)))
+		run.Add("records per second", report.FormatFloat(s.Run.RecordsPerSecond, 3), "wall")
+		run.Add("events", fmt.Sprintf("%s (%s/s)", report.FormatUint(s.Run.Events), report.FormatFloat(s.Run.EventsPerSecond, 3)), "")
+		secs = append(secs, run)
+	}
+	report.WriteSections(w, secs...)
+}
+
+func writeReplaySeries(path string, s *nic.ReplaySummary) error {
+	sw, err := report.CreateSeries(path)
+	if err != nil {
+		return err
+	}
+	if err := sw.Header([]string{"time_us", "issued", "completed", "offered_wire_bytes_per_ns_per_switch",
+		"accepted_bytes_per_ns_per_switch", "accepted_wire_bytes_per_ns_per_switch"}); err != nil {
+		sw.Abort()
+		return err
+	}
+	for _, b := range s.Timeseries {
+		if err := sw.Row([]float64{b.TimeUs, float64(b.Issued), float64(b.Completed), b.OfferedWireBytesPerNsPerSw,
+			b.AcceptedBytesPerNsPerSwitch, b.AcceptedWireBytesPerNsPerSw}); err != nil {
+			sw.Abort()
+			return err
+		}
+	}
+	return sw.Close()
+}
+
+// plotReplay draws accepted (and offered) traffic over replay time, the
+// way papers 000 and 003 plot throughput over time.
+func plotReplay(path string, s *nic.ReplaySummary) error {
+	unit, div := "ms", 1e3
+	if end := s.TraceExecutionTimeNs / 1e3; end > 1e6 {
+		unit, div = "s", 1e6
+	} else if end < 1e3 {
+		unit, div = "us", 1
+	}
+	var xs, acc, off []float64
+	for _, b := range s.Timeseries {
+		xs = append(xs, b.TimeUs/div)
+		acc = append(acc, b.AcceptedBytesPerNsPerSwitch)
+		off = append(off, b.OfferedWireBytesPerNsPerSw)
+	}
+	title := fmt.Sprintf("%s, compression %s, %s, %s", filepath.Base(strings.TrimSuffix(s.Trace.Name, " (embedded)")),
+		report.FormatFloat(s.Trace.Compression, 6), s.Topology.Name, s.Routing.Mode)
+	return report.LinePlot(path, title, "replay time ("+unit+")", "traffic (bytes/ns/switch)",
+		[]report.Series{{Name: "accepted (payload)", X: xs, Y: acc}, {Name: "offered (wire)", X: xs, Y: off}}, report.PlotOptions{})
+}
