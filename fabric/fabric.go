@@ -67,6 +67,9 @@ const (
 	opLinkFree        // A: out-port. The link finished a transmission.
 	opCredit          // A: out-port. Credits arrived from downstream.
 	opWatchdog
+	// opCreditWake: A: out-port. The earliest credit packet travelling to
+	// a port that waits for credits has arrived (see outPort.lazy).
+	opCreditWake
 	// opCutThrough: A: in-port. A packet that cut through an idle output
 	// left the input buffer and the output link at the same instant: the
 	// opXbarDone and opLinkFree of that packet in one event. The output
@@ -152,6 +155,46 @@ type outPort struct {
 	creditFor int32 // in-port whose credits this port's credit packets return
 	sentBytes int64
 	busyTime  des.Time
+	// lazy ports (output-buffered switch ports and NIC injection ports)
+	// take their returning credits without an event: credit packets on
+	// their way wait in creditQ (in arrival order, as the link is FIFO)
+	// and are absorbed when the port next looks at its credits. Only a
+	// port that waits for credits gets a wake-up event.
+	lazy    bool
+	creditQ []creditArrival
+	waiting bool // has a packet that lacks credits
+	woken   bool // an opCreditWake is pending
+}
+
+type creditArrival struct {
+	at     des.Time
+	vl     int32
+	blocks int32
+}
+
+// absorb applies the credits that have arrived by now.
+func (f *Fabric) absorb(o *outPort) {
+	now := f.eng.Now()
+	n := 0
+	for n < len(o.creditQ) && o.creditQ[n].at <= now {
+		c := o.creditQ[n]
+		o.credits[c.vl] += c.blocks
+		f.in[o.down].creditsInFlight[c.vl] -= c.blocks
+		n++
+	}
+	if n > 0 {
+		o.creditQ = append(o.creditQ[:0], o.creditQ[n:]...)
+	}
+}
+
+// wakeForCredits arranges for a waiting lazy port to try again when the
+// next credit packet arrives.
+func (f *Fabric) wakeForCredits(oi int32, o *outPort) {
+	o.waiting = true
+	if !o.woken && len(o.creditQ) > 0 {
+		o.woken = true
+		f.eng.Schedule(o.creditQ[0].at, f, opCreditWake, oi, nil)
+	}
 }
 
 // Switch is one switch.
@@ -339,6 +382,9 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 			}
 		}
 	}
+	for i := range f.out {
+		f.out[i].lazy = f.out[i].host >= 0 || f.cioq
+	}
 	for i := range f.in {
 		ip := &f.in[i]
 		ip.pending = make([]int32, f.nVL)
@@ -401,6 +447,9 @@ func (f *Fabric) Handle(ev *des.Event) {
 		f.linkFree(ev.A, vl, int32(blocks))
 	case opCredit:
 		f.creditArrive(ev.A, vl, int32(blocks))
+	case opCreditWake:
+		f.out[ev.A].woken = false
+		f.transmit(ev.A)
 	case opWatchdog:
 		f.watchdog()
 	case opCutThrough:
@@ -467,6 +516,9 @@ func (r *roomer) Room(port, vl int32) (bool, int) {
 	}
 	o := &r.f.out[r.sw.out[port]]
 	if r.f.cioq {
+		if len(o.creditQ) > 0 {
+			r.f.absorb(o)
+		}
 		if o.xbar {
 			return false, 0
 		}
@@ -656,10 +708,22 @@ func (f *Fabric) transmit(oi int32) {
 			f.Stats.CreditPackets++
 			f.Stats.CreditBytes += int64(f.cfg.CreditPacket)
 			start += ser
-			f.eng.Schedule(start+f.prop, f, packOp(opCredit, vl, int(blocks)), ip.up, nil)
+			if up := &f.out[ip.up]; up.lazy {
+				up.creditQ = append(up.creditQ, creditArrival{start + f.prop, int32(vl), blocks})
+				if up.waiting && !up.woken {
+					up.woken = true
+					f.eng.Schedule(start+f.prop, f, opCreditWake, ip.up, nil)
+				}
+			} else {
+				f.eng.Schedule(start+f.prop, f, packOp(opCredit, vl, int(blocks)), ip.up, nil)
+			}
 		}
 		o.idleAt = start
 	}
+	if o.lazy && len(o.creditQ) > 0 {
+		f.absorb(o)
+	}
+	o.waiting = false
 	switch {
 	case o.host >= 0:
 		p := f.ep.Peek(int(o.host))
@@ -674,6 +738,7 @@ func (f *Fabric) transmit(oi int32) {
 		c := route.Select(f.injCands, &f.room)
 		f.room.host = nil
 		if c < 0 {
+			f.wakeForCredits(oi, o)
 			return
 		}
 		best := int(f.injCands[c].VL)
@@ -683,17 +748,25 @@ func (f *Fabric) transmit(oi int32) {
 		f.Stats.Injected++
 		f.send(oi, p, best, start)
 	case f.cioq:
+		queued := false
 		for j := 0; j < f.nVL; j++ {
 			v := (o.rrVL + j) % f.nVL
 			l := &o.lanes[v]
 			p := l.q.head
-			if p == nil || o.credits[v] < p.blocks {
+			if p == nil {
+				continue
+			}
+			if o.credits[v] < p.blocks {
+				queued = true
 				continue
 			}
 			l.q.pop()
 			o.rrVL = (v + 1) % f.nVL
 			f.send(oi, p, v, start)
 			return
+		}
+		if queued {
+			f.wakeForCredits(oi, o)
 		}
 	}
 }
