@@ -49,14 +49,15 @@ With --sweep-load FROM:TO:STEP it runs one simulation per offered load
 			if err != nil {
 				return err
 			}
+			out := tableWriter(cmd, f.jsonPath)
 			if f.sweep != "" {
-				return runSweep(cmd.OutOrStdout(), cfg, f)
+				return runSweep(out, cfg, f)
 			}
 			prog, done := progressFor("sim")
 			sum, err := nic.RunSim(cfg, prog)
 			done()
 			if sum != nil {
-				writeSimTable(cmd.OutOrStdout(), sum)
+				writeSimTable(out, sum)
 				if werr := writeOut(f.jsonPath, sum); werr != nil {
 					return werr
 				}
@@ -84,6 +85,16 @@ With --sweep-load FROM:TO:STEP it runs one simulation per offered load
 	fs.StringVar(&f.plot, "plot", "", "with --sweep-load: write the latency vs accepted traffic plot to PATH (.svg or .png; default sweep.svg)")
 	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "with --sweep-load: simulations run at once")
 	return cmd
+}
+
+// tableWriter is where the human table goes: stdout, unless the JSON is
+// written there (--json -), in which case the table goes to stderr so that
+// stdout stays parseable.
+func tableWriter(cmd *cobra.Command, jsonPath string) io.Writer {
+	if jsonPath == "-" {
+		return cmd.ErrOrStderr()
+	}
+	return cmd.OutOrStdout()
 }
 
 func listPresets(w io.Writer) error {
