@@ -443,3 +443,59 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestMINDeterministicSpreadsDestinations: on a MIN, deterministic routing
+// must spread the hosts of one destination switch over its down links, as
+// destination-based (d-mod-k) routing of k-ary n-trees does; otherwise
+// every packet for the k hosts of a leaf switch funnels through one link
+// and uniform traffic saturates at 1/k of the link rate. The test follows
+// the escape path from every host to every host and counts the distinct
+// links into each destination switch.
+func TestMINDeterministicSpreadsDestinations(t *testing.T) {
+	for _, nw := range []network{minNetwork(64, 8), minNetwork(256, 32)} {
+		t.Run(nw.name, func(t *testing.T) {
+			tp, err := nw.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := New(tp, DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			into := map[int]map[topo.PortRef]bool{} // dst switch -> last links used
+			var buf []Candidate
+			for src := range tp.Hosts {
+				for dst := range tp.Hosts {
+					s, inPort := r.HostSwitch(src)
+					dsw, _ := r.HostSwitch(dst)
+					if s == dsw {
+						continue
+					}
+					inVL := 0
+					var last topo.PortRef
+					for hops := 0; s != dsw; hops++ {
+						if hops > tp.NumSwitches() {
+							t.Fatalf("host %d -> host %d does not arrive", src, dst)
+						}
+						buf = r.Candidates(s, inPort, inVL, dst, buf)
+						c := escapeOf(t, buf)
+						last = topo.PortRef{Switch: s, Port: int(c.Port)}
+						pr, _ := tp.Peer(s, int(c.Port))
+						s, inPort, inVL = pr.Switch, pr.Port, int(c.VL)
+					}
+					if into[dsw] == nil {
+						into[dsw] = map[topo.PortRef]bool{}
+					}
+					into[dsw][last] = true
+				}
+			}
+			for dsw, links := range into {
+				want := min(len(tp.Neighbors(dsw)), len(tp.HostsOn(dsw)))
+				if len(links) < want {
+					t.Fatalf("packets for the %d hosts of switch s%d arrive over %d of its %d links; want at least %d",
+						len(tp.HostsOn(dsw)), dsw, len(links), len(tp.Neighbors(dsw)), want)
+				}
+			}
+		})
+	}
+}
