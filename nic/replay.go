@@ -686,21 +686,27 @@ type ReplayRunInfo struct {
 // request of the window completed (or a deadlock, a stall or a read error
 // stops it, which is returned with the partial summary).
 func RunReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, error) {
+	sum, _, err := runReplay(cfg, progress)
+	return sum, err
+}
+
+// runReplay is RunReplay that also returns the session, for tests.
+func runReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, *Session, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	num, _ := compressionNum(cfg.Replay.Compression)
 	wallStart := time.Now()
 	scan, err := cfg.Replay.ScanTrace()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if scan.Records == 0 {
-		return nil, fmt.Errorf("replay: no records in the window [%v, %v) of the trace", time.Duration(cfg.Replay.From), time.Duration(cfg.Replay.To))
+		return nil, nil, fmt.Errorf("replay: no records in the window [%v, %v) of the trace", time.Duration(cfg.Replay.From), time.Duration(cfg.Replay.To))
 	}
 	span, err := compress(scan.Span, num)
 	if err != nil {
-		return nil, fmt.Errorf("replay: window of %v at compression %g: %w", scan.Span, cfg.Replay.Compression, err)
+		return nil, nil, fmt.Errorf("replay: window of %v at compression %g: %w", scan.Span, cfg.Replay.Compression, err)
 	}
 	scanWall := time.Since(wallStart).Seconds()
 	bin := cfg.Run.Bin
@@ -709,11 +715,11 @@ func RunReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, er
 	}
 	s, err := NewSession(cfg.Topology, cfg.Routing, cfg.Fabric, cfg.NIC, 0, des.Never, bin)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r, err := newReplayer(s, cfg, num)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer r.rd.Close()
 	r.total, r.progress = uint64(scan.Records), progress
@@ -731,13 +737,13 @@ func RunReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, er
 		ScanSeconds: scanWall, RecordsPerSecond: float64(r.issued) / total}
 	switch {
 	case s.Fabric.Deadlock != nil:
-		return sum, s.Fabric.Deadlock
+		return sum, s, s.Fabric.Deadlock
 	case r.err != nil:
-		return sum, r.err
+		return sum, s, r.err
 	case !r.finished:
-		return sum, fmt.Errorf("replay stopped with %d of %d requests complete", r.completed, r.issued)
+		return sum, s, fmt.Errorf("replay stopped with %d of %d requests complete", r.completed, r.issued)
 	}
-	return sum, nil
+	return sum, s, nil
 }
 
 func newReplayer(s *Session, cfg ReplaySimConfig, num uint64) (*replayer, error) {
