@@ -19,10 +19,14 @@ import (
 type Config struct {
 	MTU         units.Bytes `yaml:"mtu" unit:"bytes" doc:"largest payload of one fabric packet; messages are split at it (InfiniBand: 256 to 4096)" paper:"004 §4.1"`
 	HeaderBytes units.Bytes `yaml:"header_bytes" unit:"bytes" doc:"per-packet wire overhead: InfiniBand LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26" paper:"004 §4.1"`
+	// Delivery is the end-to-end delivery control (paper 004 §3).
+	Delivery DeliveryConfig `yaml:"delivery"`
 }
 
 // DefaultConfig is a 256-byte MTU with the IB headers (paper 004 §4.1).
-func DefaultConfig() Config { return Config{MTU: 256, HeaderBytes: 26} }
+func DefaultConfig() Config {
+	return Config{MTU: 256, HeaderBytes: 26, Delivery: DefaultDeliveryConfig()}
+}
 
 // Validate checks the configuration on its own.
 func (c Config) Validate() error {
@@ -32,7 +36,7 @@ func (c Config) Validate() error {
 	if c.HeaderBytes < 0 || c.HeaderBytes > 512 {
 		return fmt.Errorf("nic.header_bytes %v: want 0..512", c.HeaderBytes)
 	}
-	return nil
+	return c.Delivery.Validate()
 }
 
 // MaxPacket returns the largest wire size of a packet.
@@ -106,6 +110,12 @@ type Network struct {
 	// Queued is the number of packets waiting in injection queues.
 	Queued  int
 	msgPool []*Message
+	// mode is the delivery mode in effect; del runs the end-to-end
+	// control of adaptive-inorder (nil otherwise); order meters the
+	// order of arrivals (nil in deterministic mode).
+	mode  DeliveryMode
+	del   *delivery
+	order *orderMeters
 }
 
 // NewMessage returns a message from the pool; the Network reclaims it once
@@ -121,15 +131,33 @@ func (nw *Network) NewMessage() *Message {
 }
 
 // NewNetwork creates n NICs. Attach must be called with the fabric
-// before traffic flows.
+// before traffic flows. cfg.Delivery.Mode says how packets are delivered
+// (the empty mode is deterministic here; NewSession resolves it against
+// the routing mode); cfg must be valid (NewNetwork panics otherwise).
 func NewNetwork(eng *des.Engine, cfg Config, n int, m *Metrics) *Network {
-	nw := &Network{cfg: cfg, eng: eng, hosts: make([]host, n), Metrics: m}
+	nw := &Network{cfg: cfg, eng: eng, hosts: make([]host, n), Metrics: m, mode: cfg.Delivery.Mode}
 	for i := range nw.hosts {
 		nw.hosts[i].nextSeq = map[int32]uint64{}
 		nw.hosts[i].wantSeq = map[int32]uint64{}
 	}
+	if nw.mode == DeliveryAuto {
+		nw.mode = DeliveryDeterministic
+	}
+	if nw.mode != DeliveryDeterministic {
+		nw.order = newOrderMeters(cfg.Delivery.resolved(), nw.mode == DeliveryAdaptiveInOrder)
+	}
+	if nw.mode == DeliveryAdaptiveInOrder {
+		d, err := newDelivery(nw, cfg.Delivery)
+		if err != nil {
+			panic(fmt.Sprintf("nic: %v", err))
+		}
+		nw.del = d
+	}
 	return nw
 }
+
+// Mode returns the delivery mode in effect.
+func (nw *Network) Mode() DeliveryMode { return nw.mode }
 
 // Attach connects the NICs to the fabric.
 func (nw *Network) Attach(f *fabric.Fabric) { nw.fab = f }
@@ -151,6 +179,12 @@ func (nw *Network) Send(m *Message) {
 		n = 1
 	}
 	m.remaining = n
+	if nw.del != nil {
+		nw.Generated += uint64(n)
+		nw.Metrics.generated(m, int(n), int(n)*int(nw.cfg.HeaderBytes), m.Gen)
+		nw.del.send(m, n)
+		return
+	}
 	h := &nw.hosts[m.Src]
 	wasEmpty := h.injQ.size == 0
 	for i := int32(0); i < n; i++ {
@@ -175,21 +209,44 @@ func (nw *Network) Send(m *Message) {
 }
 
 // Peek implements fabric.Endpoint.
-func (nw *Network) Peek(h int) *fabric.Packet { return nw.hosts[h].injQ.peek() }
+func (nw *Network) Peek(h int) *fabric.Packet {
+	if nw.del != nil {
+		return nw.del.peek(h)
+	}
+	return nw.hosts[h].injQ.peek()
+}
 
 // Pop implements fabric.Endpoint.
 func (nw *Network) Pop(h int, at des.Time) {
+	if nw.del != nil {
+		nw.del.pop(h)
+		return
+	}
 	nw.hosts[h].injQ.pop()
 	nw.Queued--
 }
 
 // Deliver implements fabric.Endpoint: the packet's tail reached host h.
+// Outside adaptive-inorder every packet goes to the host on arrival.
 func (nw *Network) Deliver(h int, p *fabric.Packet, at des.Time) {
+	if nw.del != nil {
+		nw.del.deliver(h, p, at)
+		return
+	}
 	dst := &nw.hosts[h]
 	inOrder := p.Seq == dst.wantSeq[p.Src]
 	if p.Seq >= dst.wantSeq[p.Src] {
 		dst.wantSeq[p.Src] = p.Seq + 1
 	}
+	if nw.order != nil {
+		nw.order.arrive(p, at)
+	}
+	nw.hostDelivered(p, at, inOrder)
+}
+
+// hostDelivered hands packet p to its destination host: metrics, message
+// completion, and the packet back to the pool.
+func (nw *Network) hostDelivered(p *fabric.Packet, at des.Time, inOrder bool) {
 	nw.Metrics.delivered(p, at, inOrder)
 	if m, ok := p.Ref.(*Message); ok {
 		m.remaining--

@@ -66,6 +66,10 @@ type Session struct {
 // NewSession builds the model for the given parts. The metrics window is
 // [warmup, end).
 func NewSession(tc topo.Config, rc route.Config, fc fabric.Config, nc Config, warmup, end, bin des.Time) (*Session, error) {
+	if err := nc.Delivery.Validate(); err != nil {
+		return nil, err
+	}
+	nc.Delivery.Mode, rc.Mode = nc.Delivery.Effective(rc.Mode)
 	t, err := topo.Build(tc)
 	if err != nil {
 		return nil, fmt.Errorf("topology: %w", err)

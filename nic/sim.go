@@ -6,6 +6,7 @@ import (
 	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/internal/units"
+	"github.com/fabemu/fabemu/reorder"
 )
 
 // SummarySchema versions the JSON summary of a synthetic run.
@@ -45,8 +46,51 @@ type Summary struct {
 
 // DeliveryReport carries the figures of end-to-end delivery control
 // (paper 004 §3): filled by the delivery mode, shared by the sim and replay
-// summaries.
-type DeliveryReport struct{}
+// summaries. Counts and bytes are over the whole run, warm-up included.
+// Definitions: docs/delivery.md.
+type DeliveryReport struct {
+	// Delivery is the mode in effect: deterministic, adaptive-ooo or adaptive-inorder.
+	Delivery string `json:"delivery"`
+	// ReorderMemory, InjectionPolicy and PSNBits are set in adaptive-inorder.
+	ReorderMemory   string `json:"reorder_memory,omitempty"`
+	InjectionPolicy string `json:"injection_policy,omitempty"`
+	PSNBits         uint   `json:"psn_bits,omitempty"`
+	// WasteTrafficPct is ACK, NACK and resent bytes over all bytes the NICs
+	// injected, in percent (paper 004 §4.3 footnote 3).
+	WasteTrafficPct float64 `json:"waste_traffic_pct"`
+	// MBSBytes is the largest rearrangement buffer one connection used;
+	// MMSBytes the largest memory in use at one NIC at one time (paper 004
+	// Tables 1-2); MMSPerNIC spreads MMS over the NICs.
+	MBSBytes  int64      `json:"mbs_bytes"`
+	MMSBytes  int64      `json:"mms_bytes"`
+	MMSPerNIC MinMeanMax `json:"mms_per_nic_bytes"`
+	// RejectedPackets counts NACKed packets (refused arrivals plus evicted
+	// stored packets, EvictedPackets); ResentPackets the resends.
+	RejectedPackets uint64 `json:"rejected_packets"`
+	EvictedPackets  uint64 `json:"evicted_packets"`
+	ResentPackets   uint64 `json:"resent_packets"`
+	// Acks and Nacks count the control packets injected.
+	Acks  uint64 `json:"acks"`
+	Nacks uint64 `json:"nacks"`
+	// LITimeNs is the total time connections spent in the LI state;
+	// LIEntries how many times a connection entered it.
+	LITimeNs    float64 `json:"li_time_ns"`
+	LIEntries   uint64  `json:"li_entries"`
+	Connections int     `json:"connections,omitempty"`
+	// Bytes and Fabric break down the injected traffic.
+	Bytes  WireBytes      `json:"wire_bytes"`
+	Fabric *FabricPackets `json:"fabric_packets,omitempty"`
+	// ReorderedRatio is the RFC 4737 reordered ratio of the packets
+	// arriving at the destination NICs (Order.Stream defines the streams).
+	ReorderedRatio float64 `json:"reordered_ratio"`
+	// Order is the RFC 4737 / RFC 5236 report at NIC arrival, before
+	// rearrangement; OrderAfter at host delivery (adaptive-inorder only:
+	// in order by construction). Each carries its stream definition.
+	Order                 *reorder.OrderReport `json:"order,omitempty"`
+	OrderAfter            *reorder.OrderReport `json:"order_after,omitempty"`
+	OrderStreamsMetered   int                  `json:"order_streams_metered,omitempty"`
+	OrderStreamsUnmetered int                  `json:"order_streams_unmetered,omitempty"`
+}
 
 // Bin is one time-series bin over the whole run, warm-up included.
 type Bin struct {
@@ -109,7 +153,7 @@ type InvariantReport struct {
 	CreditsNonNegative bool     `json:"credits_non_negative"`
 	CreditsConserved   bool     `json:"credits_conserved"`
 	BuffersWithinCap   bool     `json:"buffers_within_capacity"`
-	InOrder            *bool    `json:"in_order,omitempty"` // checked where routing is deterministic
+	InOrder            *bool    `json:"in_order,omitempty"` // checked where routing is deterministic, and in adaptive-inorder (exactly once, in order)
 	NoDeadlock         bool     `json:"no_deadlock"`
 	Violations         []string `json:"violations,omitempty"`
 }
@@ -130,6 +174,7 @@ func RunSim(cfg SimConfig, progress Progress) (*Summary, error) {
 		return nil, err
 	}
 	end := cfg.Run.Warmup + cfg.Run.Duration
+	cfg.NIC.Delivery.Mode, cfg.Routing.Mode = cfg.NIC.Delivery.Effective(cfg.Routing.Mode)
 	s, err := NewSession(cfg.Topology, cfg.Routing, cfg.Fabric, cfg.NIC, cfg.Run.Warmup, end, cfg.Run.Bin)
 	if err != nil {
 		return nil, err
@@ -194,19 +239,17 @@ func (s *Session) summarize(cfg SimConfig, active int) *Summary {
 	sum.LinkUtilisation = MinMeanMax{Mean: mean, Max: mx}
 	sum.Invariants = s.invariants()
 	sum.Timeseries = s.timeseries(active, capBytesPerNs)
+	s.fillDelivery(sum)
 	return sum
 }
 
 func (s *Session) invariants() InvariantReport {
 	iv := s.Fabric.CheckInvariants()
-	st := s.Fabric.Stats
+	conserved, why := s.packetsConserved()
 	r := InvariantReport{
-		PacketsConserved:   s.Net.Generated == st.Delivered+s.Fabric.InFabric()+uint64(s.Net.Queued) && uint64(s.Fabric.Occupancy()) <= s.Fabric.InFabric(),
+		PacketsConserved:   conserved,
 		CreditsNonNegative: iv.CreditsNonNegative, CreditsConserved: iv.CreditsConserved, BuffersWithinCap: iv.BuffersWithinCap,
-		NoDeadlock: s.Fabric.Deadlock == nil, Violations: iv.Violations,
-	}
-	if !r.PacketsConserved {
-		r.Violations = append(r.Violations, "packets: generated != delivered + in flight + queued at sources")
+		NoDeadlock: s.Fabric.Deadlock == nil, Violations: append(iv.Violations, why...),
 	}
 	r.OK = r.PacketsConserved && iv.OK() && r.NoDeadlock
 	if s.Router.Mode() == "deterministic" {
@@ -214,6 +257,7 @@ func (s *Session) invariants() InvariantReport {
 		r.InOrder = &ok
 		r.OK = r.OK && ok
 	}
+	s.deliveryInvariants(&r)
 	return r
 }
 
