@@ -63,7 +63,11 @@ sample is replayed.`,
 			})
 			prog.Done()
 			if sum != nil {
-				writeReplayTable(cmd.OutOrStdout(), sum)
+				tableOut := cmd.OutOrStdout()
+				if f.jsonPath == "-" { // keep stdout pure JSON
+					tableOut = cmd.ErrOrStderr()
+				}
+				writeReplayTable(tableOut, sum)
 				if werr := writeOut(f.jsonPath, sum); werr != nil {
 					return werr
 				}
