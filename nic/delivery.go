@@ -117,6 +117,8 @@ type sendConn struct {
 	pol           injection.State
 	inReady       bool
 	liSince       des.Time
+	// lastAck is the timestamp of the newest ACK processed.
+	lastAck des.Time
 }
 
 // recvConn is the destination end of a connection.
@@ -334,7 +336,7 @@ func (d *delivery) onData(dh *dhost, p *fabric.Packet, at des.Time) {
 		if a := rc.pendingAck; a != nil {
 			// A cumulative ACK still waiting in the control queue is
 			// superseded by this one: update it in place.
-			a.PSN, a.Seq = uint32(ack), roomSeq
+			a.PSN, a.Seq, a.Gen = uint32(ack), roomSeq, at
 		} else {
 			a := d.ctrlPacket(dh, rc.src, KindAck, ack, roomSeq, at)
 			rc.pendingAck = a
@@ -400,11 +402,19 @@ func (d *delivery) onAck(dh *dhost, p *fabric.Packet) {
 		d.staleAcks++
 		return
 	}
+	// An ACK older than one already processed acknowledges nothing new:
+	// adaptive paths let it arrive late. It is recognised by the
+	// destination's timestamp it carries (Gen), not by its PSN, which may
+	// have wrapped into the window since (the protection against wrapped
+	// sequence numbers of RFC 7323 §5, PAWS).
+	if p.Gen < c.lastAck {
+		d.staleAcks++
+		return
+	}
+	c.lastAck = p.Gen
 	dist := uint64(d.space.Distance(d.psn(c.base), reorder.PSN(p.PSN)))
 	if dist >= c.next-c.base {
-		// Acknowledges nothing new: an older cumulative ACK that an
-		// adaptive path let arrive late.
-		d.staleAcks++
+		d.staleAcks++ // a re-ACK, or one overtaken by a newer ACK
 		return
 	}
 	k := int(dist + 1)

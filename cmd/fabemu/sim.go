@@ -135,10 +135,14 @@ func writeSimTable(w io.Writer, s *nic.Summary) {
 	inv.Add("credits non-negative / conserved", okStr(iv.CreditsNonNegative)+" / "+okStr(iv.CreditsConserved), "")
 	inv.Add("buffers within capacity", okStr(iv.BuffersWithinCap), "")
 	if iv.InOrder != nil {
-		inv.Add("in order (deterministic routing)", okStr(*iv.InOrder), "")
+		inv.Add("in order ("+orderCheckName(s.Delivery)+")", okStr(*iv.InOrder), "")
 	}
 	inv.Add("no deadlock", okStr(iv.NoDeadlock), "")
-	secs := []report.Section{cfgSec, res, inv}
+	secs := []report.Section{cfgSec, res}
+	if del, ok := deliverySection(s.DeliveryReport); ok {
+		secs = append(secs, del)
+	}
+	secs = append(secs, inv)
 	if s.Run != nil {
 		run := report.Section{Title: "Run"}
 		run.Add("wall time", report.FormatFloat(s.Run.WallSeconds, 3), "s")

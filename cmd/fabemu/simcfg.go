@@ -6,9 +6,11 @@ import (
 
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/fabric/route"
+	"github.com/fabemu/fabemu/injection"
 	"github.com/fabemu/fabemu/internal/params"
 	"github.com/fabemu/fabemu/internal/report"
 	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/reorder"
 	"github.com/spf13/cobra"
 )
 
@@ -26,6 +28,10 @@ type modelFlags struct {
 	seed     uint64
 	duration string
 	warmup   string
+	// end-to-end delivery (nic.delivery)
+	delivery  string
+	reorder   string
+	injection string
 }
 
 func (m *modelFlags) register(cmd *cobra.Command, defaultPreset string) {
@@ -41,6 +47,36 @@ func (m *modelFlags) register(cmd *cobra.Command, defaultPreset string) {
 	fs.Uint64Var(&m.seed, "seed", 0, "random seed")
 	fs.StringVar(&m.duration, "duration", "", "simulated time measured after warm-up, e.g. 200us")
 	fs.StringVar(&m.warmup, "warmup", "", "simulated warm-up time, e.g. 50us")
+	fs.StringVar(&m.delivery, "delivery", "", "deterministic (escape routing only), adaptive-ooo (adaptive, deliver on arrival) or adaptive-inorder (adaptive + rearrangement + ACK/NACK); forces the routing mode")
+	fs.StringVar(&m.reorder, "reorder", "", "rearrangement memory per NIC for adaptive-inorder: static:2KiB, static:32KiB, dynamic:256KiB,cap=128KiB, dynamic:4MiB,cap=1MiB or unlimited")
+	fs.StringVar(&m.injection, "injection", "", "injection policy for adaptive-inorder: unlimited, li (ADAP-LI) or lw (ADAP-LW, static memory only)")
+}
+
+// applyDelivery sets the end-to-end delivery fields of d from the
+// --delivery, --reorder and --injection flags that were given.
+func (m *modelFlags) applyDelivery(cmd *cobra.Command, d *nic.DeliveryConfig) error {
+	fs := cmd.Flags()
+	if fs.Changed("delivery") {
+		mode, err := nic.ParseDeliveryMode(m.delivery)
+		if err != nil {
+			return fmt.Errorf("--delivery: %w", err)
+		}
+		d.Mode = mode
+	}
+	if fs.Changed("reorder") {
+		if _, err := reorder.ParseMemorySpec(m.reorder); err != nil {
+			return fmt.Errorf("--reorder: %w", err)
+		}
+		d.Reorder = m.reorder
+	}
+	if fs.Changed("injection") {
+		k, err := injection.ParseKind(m.injection)
+		if err != nil {
+			return fmt.Errorf("--injection: %w", err)
+		}
+		d.Injection.Policy = k
+	}
+	return nil
 }
 
 // resolveSim builds a synthetic-run configuration: the preset, then
@@ -74,6 +110,9 @@ func (m *modelFlags) resolveSim(cmd *cobra.Command) (nic.SimConfig, error) {
 	set("warmup", func() (err error) { cfg.Run.Warmup, err = parseDur(m.warmup); return })
 	if ferr != nil {
 		return cfg, ferr
+	}
+	if err := m.applyDelivery(cmd, &cfg.NIC.Delivery); err != nil {
+		return cfg, err
 	}
 	for _, s := range m.sets {
 		if err := params.Set(&cfg, s); err != nil {
