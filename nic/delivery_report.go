@@ -27,13 +27,20 @@ type FabricPackets struct {
 
 func (s *Session) fillDelivery(sum *Summary) {
 	sum.DeliveryReport = s.DeliveryReport()
+	s.deliveryPackets(&sum.Packets)
+}
+
+// deliveryPackets restates the packet counts of a summary in
+// adaptive-inorder, where the fabric also carries ACKs, NACKs and resends.
+// Resent packets are counted once: delivered means handed to the host;
+// injected counts data packets put on injection links, resends included;
+// in flight counts data packets in the fabric. Control packets are in
+// DeliveryReport.Fabric.
+func (s *Session) deliveryPackets(p *PacketCounts) {
 	if d := s.Net.del; d != nil {
-		// Resent packets are counted once: delivered means handed to the
-		// host; injected counts data packets put on injection links,
-		// resends included (control packets are in fabric_packets).
-		sum.Packets.Delivered = d.hostDelivered
-		sum.Packets.Injected = d.dataInjected
-		sum.Packets.InFlight = d.dataInjected - d.dataArrived
+		p.Delivered = d.hostDelivered
+		p.Injected = d.dataInjected
+		p.InFlight = d.dataInjected - d.dataArrived
 	}
 }
 

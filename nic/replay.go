@@ -695,6 +695,7 @@ func runReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, *S
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
+	cfg.NIC.Delivery.Mode, cfg.Routing.Mode = cfg.NIC.Delivery.Effective(cfg.Routing.Mode)
 	num, _ := compressionNum(cfg.Replay.Compression)
 	wallStart := time.Now()
 	scan, err := cfg.Replay.ScanTrace()
@@ -827,6 +828,8 @@ func (r *replayer) summarize(cfg ReplaySimConfig, scan TraceScan) *ReplaySummary
 	sum.Packets = PacketCounts{Generated: s.Net.Generated, Injected: st.Injected, Delivered: st.Delivered,
 		InFlight: f.InFabric(), QueuedAtSources: uint64(s.Net.Queued), DeliveredInWindow: m.DelPackets,
 		OutOfOrder: m.AllOutOfOrder, CreditPackets: st.CreditPackets, EscapeGrants: st.EscapeGrants, AdaptiveGrants: st.AdaptiveGrants}
+	sum.DeliveryReport = s.DeliveryReport()
+	s.deliveryPackets(&sum.Packets)
 	sum.Hops = HopSummary{Mean: m.Hops.Mean(), Max: m.Hops.Max()}
 	mean, mx := f.LinkUtilisation()
 	sum.LinkUtilisation = MinMeanMax{Mean: mean, Max: mx}

@@ -25,6 +25,7 @@ type replayFlags struct {
 	from, to                      string
 	limit                         int64
 	jsonPath, timeseries, plot    string
+	dl                            deliveryFlags
 }
 
 func newReplayCmd() *cobra.Command {
@@ -107,6 +108,7 @@ sample is replayed.`,
 	fs.StringVar(&f.jsonPath, "json", "", "write the JSON summary (schema "+nic.ReplaySchema+") to PATH (- for stdout)")
 	fs.StringVar(&f.timeseries, "timeseries", "", "write issued/completed requests and offered/accepted traffic per time bin to PATH (.csv, else JSON lines)")
 	fs.StringVar(&f.plot, "plot", "", "write the accepted traffic over time plot to PATH (.svg or .png)")
+	f.dl.register(cmd)
 	return cmd
 }
 
@@ -153,6 +155,9 @@ func (f *replayFlags) resolve(cmd *cobra.Command) (nic.ReplaySimConfig, error) {
 	})
 	if ferr != nil {
 		return cfg, ferr
+	}
+	if err := f.dl.apply(cmd, &cfg.NIC.Delivery); err != nil {
+		return cfg, err
 	}
 	for _, s := range f.sets {
 		if err := params.Set(&cfg, s); err != nil {
@@ -251,10 +256,14 @@ func writeReplayTable(w io.Writer, s *nic.ReplaySummary) {
 	inv.Add("credits non-negative / conserved", okStr(iv.CreditsNonNegative)+" / "+okStr(iv.CreditsConserved), "")
 	inv.Add("buffers within capacity", okStr(iv.BuffersWithinCap), "")
 	if iv.InOrder != nil {
-		inv.Add("in order (deterministic routing)", okStr(*iv.InOrder), "")
+		inv.Add("in order ("+orderCheckName(s.Delivery)+")", okStr(*iv.InOrder), "")
 	}
 	inv.Add("no deadlock", okStr(iv.NoDeadlock), "")
-	secs := []report.Section{cfgSec, res, inv}
+	secs := []report.Section{cfgSec, res}
+	if del, ok := deliverySection(s.DeliveryReport); ok {
+		secs = append(secs, del)
+	}
+	secs = append(secs, inv)
 	if s.Run != nil {
 		run := report.Section{Title: "Run"}
 		run.Add("wall time", report.FormatFloat(s.Run.WallSeconds, 3), fmt.Sprintf("s (trace scan %s s)", report.FormatFloat(s.Run.ScanSeconds, 2)))

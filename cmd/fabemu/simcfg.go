@@ -28,7 +28,12 @@ type modelFlags struct {
 	seed     uint64
 	duration string
 	warmup   string
-	// end-to-end delivery (nic.delivery)
+	dl       deliveryFlags
+}
+
+// deliveryFlags set the end-to-end delivery of nic.delivery; sim and
+// replay both register them.
+type deliveryFlags struct {
 	delivery  string
 	reorder   string
 	injection string
@@ -47,14 +52,19 @@ func (m *modelFlags) register(cmd *cobra.Command, defaultPreset string) {
 	fs.Uint64Var(&m.seed, "seed", 0, "random seed")
 	fs.StringVar(&m.duration, "duration", "", "simulated time measured after warm-up, e.g. 200us")
 	fs.StringVar(&m.warmup, "warmup", "", "simulated warm-up time, e.g. 50us")
+	m.dl.register(cmd)
+}
+
+func (m *deliveryFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
 	fs.StringVar(&m.delivery, "delivery", "", "deterministic (escape routing only), adaptive-ooo (adaptive, deliver on arrival) or adaptive-inorder (adaptive + rearrangement + ACK/NACK); forces the routing mode")
 	fs.StringVar(&m.reorder, "reorder", "", "rearrangement memory per NIC for adaptive-inorder: static:2KiB, static:32KiB, dynamic:256KiB,cap=128KiB, dynamic:4MiB,cap=1MiB or unlimited")
 	fs.StringVar(&m.injection, "injection", "", "injection policy for adaptive-inorder: unlimited, li (ADAP-LI) or lw (ADAP-LW, static memory only)")
 }
 
-// applyDelivery sets the end-to-end delivery fields of d from the
-// --delivery, --reorder and --injection flags that were given.
-func (m *modelFlags) applyDelivery(cmd *cobra.Command, d *nic.DeliveryConfig) error {
+// apply sets the end-to-end delivery fields of d from the --delivery,
+// --reorder and --injection flags that were given.
+func (m *deliveryFlags) apply(cmd *cobra.Command, d *nic.DeliveryConfig) error {
 	fs := cmd.Flags()
 	if fs.Changed("delivery") {
 		mode, err := nic.ParseDeliveryMode(m.delivery)
@@ -111,7 +121,7 @@ func (m *modelFlags) resolveSim(cmd *cobra.Command) (nic.SimConfig, error) {
 	if ferr != nil {
 		return cfg, ferr
 	}
-	if err := m.applyDelivery(cmd, &cfg.NIC.Delivery); err != nil {
+	if err := m.dl.apply(cmd, &cfg.NIC.Delivery); err != nil {
 		return cfg, err
 	}
 	for _, s := range m.sets {
