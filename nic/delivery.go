@@ -127,6 +127,7 @@ type recvConn struct {
 	rx         *reorder.Receiver[*fabric.Packet]
 	want       uint64         // next sequence the host must get
 	pendingAck *fabric.Packet // an ACK still in the control queue
+	meters     *streamMeters  // nil if the stream is not metered
 }
 
 func newDelivery(nw *Network, cfg DeliveryConfig) (*delivery, error) {
@@ -180,7 +181,16 @@ func (d *delivery) send(m *Message, n int32) {
 	dh.queued += int(n)
 	d.nw.Queued += int(n)
 	d.makeReady(dh, c)
-	d.nw.fab.Kick(m.Src)
+	d.kickData(dh)
+}
+
+// kickData tells the fabric that host dh may have data to inject. With a
+// packet already staged it is waiting for the link or for credits, and the
+// fabric asks again when either frees.
+func (d *delivery) kickData(dh *dhost) {
+	if dh.staged == nil {
+		d.nw.fab.Kick(dh.h)
+	}
 }
 
 func (d *delivery) makeReady(dh *dhost, c *sendConn) {
@@ -315,11 +325,10 @@ func (d *delivery) onData(dh *dhost, p *fabric.Packet, at des.Time) {
 	rc := dh.rx[p.Src]
 	if rc == nil {
 		rc = &recvConn{src: p.Src, rx: reorder.NewReceiver[*fabric.Packet](dh.mem, d.space, 0)}
+		rc.meters = d.nw.order.get(p)
 		dh.rx[p.Src] = rc
 	}
-	if o := d.nw.order; o != nil {
-		o.arrive(p, at)
-	}
+	d.nw.order.arriveAt(rc.meters, p, at)
 	psn := reorder.PSN(p.PSN)
 	d.cbRC, d.cbAt = rc, at
 	ack, acked, nacks := rc.rx.Arrive(psn, int(p.Size), p, d.cbDeliver)
@@ -380,9 +389,7 @@ func (d *delivery) hostDeliver(_ reorder.PSN, q *fabric.Packet) {
 	}
 	rc.want = q.Seq + 1
 	d.hostDelivered++
-	if o := d.nw.order; o != nil {
-		o.release(q, d.cbAt)
-	}
+	rc.meters.releaseAt(q, d.cbAt)
 	d.nw.hostDelivered(q, d.cbAt, true)
 }
 
@@ -440,7 +447,7 @@ func (d *delivery) onAck(dh *dhost, p *fabric.Packet) {
 	c.pol.Acked(injection.Ack{Packets: k, Rejected: rej, Room: room, RoomKnown: known, InFlightBytes: c.inFlightBytes})
 	d.liChange(c, was)
 	d.makeReady(dh, c)
-	d.nw.fab.Kick(dh.h)
+	d.kickData(dh)
 }
 
 // onNack marks the packet for resending (paper 004 §3.1).
@@ -472,7 +479,7 @@ func (d *delivery) onNack(dh *dhost, p *fabric.Packet) {
 	c.pol.Nacked(injection.Nack{First: first, Room: room, RoomKnown: known, InFlightBytes: c.inFlightBytes})
 	d.liChange(c, was)
 	d.makeReady(dh, c)
-	d.nw.fab.Kick(dh.h)
+	d.kickData(dh)
 }
 
 func (d *delivery) liChange(c *sendConn, was bool) {

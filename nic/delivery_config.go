@@ -61,7 +61,7 @@ type DeliveryConfig struct {
 	NackBytes units.Bytes      `yaml:"nack_bytes" json:"nack_bytes" unit:"bytes" doc:"wire size of a <NACK sn> packet; 0 = 30 (as an ACK, with a NAK code in the AETH)" paper:"004 §3.1"`
 	// Order metering (RFC 4737 / RFC 5236).
 	OrderStreams int `yaml:"order_streams" json:"order_streams" unit:"streams" doc:"source-destination streams whose order is metered (the first ones to deliver a packet); 0 = 1024, -1 = none"`
-	OrderWindow  int `yaml:"order_window" json:"order_window" unit:"packets" doc:"RFC 4737 history window of each stream meter (exact extents up to this lateness); 0 = 512"`
+	OrderWindow  int `yaml:"order_window" json:"order_window" unit:"packets" doc:"RFC 4737 history window of each stream meter (exact extents up to this lateness); 0 = 256"`
 }
 
 // DefaultDeliveryConfig follows routing.mode, with the defaults of every
@@ -69,7 +69,7 @@ type DeliveryConfig struct {
 func DefaultDeliveryConfig() DeliveryConfig {
 	return DeliveryConfig{Reorder: DefaultReorder, Injection: injection.DefaultConfig(),
 		PSNBits: reorder.DefaultPSNBits, AckBytes: IBAckBytes, NackBytes: IBAckBytes,
-		OrderStreams: 1024, OrderWindow: 512}
+		OrderStreams: 1024, OrderWindow: 256}
 }
 
 // resolved fills the zero values with their defaults.
@@ -93,7 +93,7 @@ func (d DeliveryConfig) resolved() DeliveryConfig {
 		d.OrderStreams = 1024
 	}
 	if d.OrderWindow == 0 {
-		d.OrderWindow = 512
+		d.OrderWindow = 256
 	}
 	return d
 }

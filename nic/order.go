@@ -59,7 +59,7 @@ func (o *orderMeters) get(p *fabric.Packet) *streamMeters {
 	if o.after {
 		// Delivery to the host is in order by construction; a small
 		// window suffices to measure it.
-		s.after, _ = reorder.NewOrderMeter(reorder.MeterConfig{Stream: name + " at host delivery", TimeUnit: "ps", HistoryWindow: 64})
+		s.after, _ = reorder.NewOrderMeter(reorder.MeterConfig{Stream: name + " at host delivery", TimeUnit: "ps", HistoryWindow: 8, RDThreshold: 2, RBDThreshold: 2})
 	}
 	o.streams[k] = s
 	o.metered++
@@ -67,18 +67,21 @@ func (o *orderMeters) get(p *fabric.Packet) *streamMeters {
 }
 
 // arrive observes a data packet arriving at its destination NIC.
-func (o *orderMeters) arrive(p *fabric.Packet, at des.Time) {
-	if s := o.get(p); s != nil {
+func (o *orderMeters) arrive(p *fabric.Packet, at des.Time) { o.arriveAt(o.get(p), p, at) }
+
+// arriveAt is arrive with the stream's meters (nil: not metered) known.
+func (o *orderMeters) arriveAt(s *streamMeters, p *fabric.Packet, at des.Time) {
+	if s != nil {
 		s.before.Observe(p.Seq, int(p.Payload), int64(at))
 	} else {
 		o.arrivalsUn++
 	}
 }
 
-// release observes a data packet handed to the destination host after
+// releaseAt observes a data packet handed to the destination host after
 // rearrangement.
-func (o *orderMeters) release(p *fabric.Packet, at des.Time) {
-	if s := o.get(p); s != nil && s.after != nil {
+func (s *streamMeters) releaseAt(p *fabric.Packet, at des.Time) {
+	if s != nil && s.after != nil {
 		s.after.Observe(p.Seq, int(p.Payload), int64(at))
 	}
 }
