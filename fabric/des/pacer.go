@@ -1,0 +1,423 @@
+package des
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fabemu/fabemu/internal/hist"
+)
+
+// Clock is the wall clock a Pacer follows. Tests use a fake one.
+type Clock interface {
+	Now() time.Time
+	// NewTimer returns a timer that fires once after d.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is the part of *time.Timer a Pacer uses.
+type Timer interface {
+	C() <-chan time.Time
+	Stop() bool
+}
+
+// WallClock is the real clock.
+type WallClock struct{}
+
+// Now returns time.Now().
+func (WallClock) Now() time.Time { return time.Now() }
+
+// NewTimer wraps time.NewTimer.
+func (WallClock) NewTimer(d time.Duration) Timer { return wallTimer{time.NewTimer(d)} }
+
+type wallTimer struct{ t *time.Timer }
+
+func (w wallTimer) C() <-chan time.Time { return w.t.C }
+func (w wallTimer) Stop() bool          { return w.t.Stop() }
+
+// Input is an external event (a frame read from a device): the wall time
+// it happened and the function that brings it into the model. Fn runs on
+// the Pacer's loop goroutine at simulated time at, which is the wall time
+// mapped to simulated time, or the engine's current time if the loop had
+// already moved past it.
+type Input struct {
+	At time.Time
+	Fn func(at Time)
+}
+
+// PacerConfig configures a Pacer.
+type PacerConfig struct {
+	// Dilation is how many wall seconds one simulated second takes: 1 is
+	// real time, 10 runs the model ten times slower than the wall clock
+	// (for fabrics faster than the CPU can follow). 0 means 1.
+	Dilation float64
+	// InputQueue bounds the queue of inputs waiting for the loop; 0 means 4096.
+	InputQueue int
+	// LagThreshold is the lag above which an interval is not real-time
+	// valid; 0 means 1 ms.
+	LagThreshold time.Duration
+	// Interval is the wall-clock width of a validity interval; 0 means 1 s.
+	Interval time.Duration
+	// Spin is how close (wall time) the next event may be for the loop to
+	// poll instead of arming a timer, whose wake-up latency is tens of
+	// microseconds. 0 disables polling.
+	Spin time.Duration
+	// Clock is the wall clock; nil means the real one.
+	Clock Clock
+}
+
+// IntervalReport is one validity interval whose lag exceeded the threshold.
+type IntervalReport struct {
+	Start  time.Time     `json:"start"`
+	End    time.Time     `json:"end"`
+	MaxLag time.Duration `json:"max_lag_ns"`
+}
+
+// PacerStats is a snapshot of the pacer's measurements.
+type PacerStats struct {
+	// SimNow is the engine's simulated time; WallSim the wall clock mapped
+	// to simulated time (SimNow trails it by at most the current lag).
+	SimNow  Time `json:"sim_now_ps"`
+	WallSim Time `json:"wall_sim_ps"`
+	// Lag is the distribution, in nanoseconds of wall time, of how late
+	// each event ran: the wall time it ran minus the wall time its
+	// simulated time maps to.
+	Lag hist.Summary `json:"lag_ns"`
+	// Events and Inputs count what the loop ran and admitted.
+	Events uint64 `json:"events"`
+	Inputs uint64 `json:"inputs"`
+	// InputsRefused counts TrySubmit calls refused because the input
+	// queue was full.
+	InputsRefused uint64 `json:"inputs_refused"`
+	// Intervals counts finished validity intervals; Invalid those whose
+	// maximum lag exceeded the threshold, the most recent of which are
+	// listed in Recent (at most 16).
+	Intervals uint64           `json:"intervals"`
+	Invalid   uint64           `json:"invalid_intervals"`
+	Recent    []IntervalReport `json:"recent_invalid,omitempty"`
+	// LagThreshold is the validity threshold.
+	LagThreshold time.Duration `json:"lag_threshold_ns"`
+}
+
+// ErrPacerStopped is returned by Submit once the pacer's loop has ended.
+var ErrPacerStopped = errors.New("des: pacer stopped")
+
+const maxRecentInvalid = 16
+
+// Pacer runs an Engine against the wall clock: simulated time t is due at
+// wall time start + t*Dilation. Its loop admits external inputs at their
+// arrival time, fires due events, and sleeps until the next event or
+// input. It never gives up for falling behind: it fires late events as
+// soon as it can and records how late they were (the lag) in a histogram,
+// and marks validity intervals whose worst lag exceeded a threshold, where
+// the run was not real-time.
+//
+// Everything that touches the engine must happen on the loop goroutine:
+// inside an Input's Fn, an event handler, or a function passed to Do.
+type Pacer struct {
+	eng      *Engine
+	clock    Clock
+	dilation float64
+	start    time.Time
+	in       chan Input
+	calls    chan func()
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	cfg      PacerConfig
+
+	refused atomic.Uint64
+
+	// loop-owned state
+	inputs      uint64
+	lag         hist.Hist // ns
+	ivStart     time.Time
+	ivMax       time.Duration
+	intervals   uint64
+	invalid     uint64
+	recent      []IntervalReport
+	inputH      inputHandler
+	running     atomic.Bool
+	lastSnap    atomic.Pointer[PacerStats]
+	lastSnapped time.Time
+}
+
+type inputHandler struct{}
+
+// Handle runs an admitted input.
+func (inputHandler) Handle(ev *Event) { ev.Ref.(*Input).Fn(ev.At) }
+
+// NewPacer returns a pacer for eng. Simulated time zero maps to the wall
+// time of the call plus the engine's current time; call Run to start it.
+func NewPacer(eng *Engine, cfg PacerConfig) (*Pacer, error) {
+	if cfg.Dilation == 0 {
+		cfg.Dilation = 1
+	}
+	if cfg.Dilation < 0 || cfg.Dilation > 1e6 {
+		return nil, fmt.Errorf("des: pacer dilation %g: want 0 < dilation <= 1e6", cfg.Dilation)
+	}
+	if cfg.InputQueue == 0 {
+		cfg.InputQueue = 4096
+	}
+	if cfg.InputQueue < 0 {
+		return nil, fmt.Errorf("des: pacer input queue %d: must be positive", cfg.InputQueue)
+	}
+	if cfg.LagThreshold == 0 {
+		cfg.LagThreshold = time.Millisecond
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.LagThreshold < 0 || cfg.Interval < 0 || cfg.Spin < 0 {
+		return nil, fmt.Errorf("des: pacer lag threshold, interval and spin must not be negative")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = WallClock{}
+	}
+	p := &Pacer{eng: eng, clock: cfg.Clock, dilation: cfg.Dilation, cfg: cfg,
+		in: make(chan Input, cfg.InputQueue), calls: make(chan func()),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	now := p.clock.Now()
+	p.start = now.Add(-p.wallOf(eng.Now()))
+	p.ivStart = now
+	p.lastSnap.Store(&PacerStats{LagThreshold: cfg.LagThreshold})
+	return p, nil
+}
+
+// wallOf returns the wall duration after start at which t is due.
+func (p *Pacer) wallOf(t Time) time.Duration {
+	return time.Duration(float64(t) / float64(Nanosecond) * p.dilation)
+}
+
+// SimTime maps a wall instant to simulated time.
+func (p *Pacer) SimTime(wall time.Time) Time {
+	d := wall.Sub(p.start)
+	if d < 0 {
+		return 0
+	}
+	return Time(float64(d) / p.dilation * float64(Nanosecond))
+}
+
+// WallTime maps simulated time to the wall instant it is due.
+func (p *Pacer) WallTime(t Time) time.Time { return p.start.Add(p.wallOf(t)) }
+
+// Submit queues an input, blocking while the queue is full. It returns
+// ErrPacerStopped if the loop has ended or ends while waiting.
+func (p *Pacer) Submit(in Input) error {
+	select {
+	case p.in <- in:
+		return nil
+	case <-p.done:
+		return ErrPacerStopped
+	}
+}
+
+// TrySubmit queues an input if there is room and reports whether it did;
+// a refusal is counted in PacerStats.InputsRefused.
+func (p *Pacer) TrySubmit(in Input) bool {
+	select {
+	case p.in <- in:
+		return true
+	default:
+		p.refused.Add(1)
+		return false
+	}
+}
+
+// Do runs fn on the loop goroutine and waits for it; it returns
+// ErrPacerStopped (without running fn) if the loop is not running.
+func (p *Pacer) Do(fn func()) error {
+	ran := make(chan struct{})
+	select {
+	case p.calls <- func() { fn(); close(ran) }:
+		<-ran
+		return nil
+	case <-p.done:
+		return ErrPacerStopped
+	}
+}
+
+// Stop makes Run return after the event it is running. Idempotent.
+func (p *Pacer) Stop() { p.stopOnce.Do(func() { close(p.stop) }) }
+
+// Done is closed when Run has returned.
+func (p *Pacer) Done() <-chan struct{} { return p.done }
+
+// Run is the loop. It returns when Stop is called. Run may be called once.
+func (p *Pacer) Run() error {
+	if !p.running.CompareAndSwap(false, true) {
+		return errors.New("des: pacer already running")
+	}
+	defer close(p.done)
+	for {
+		select {
+		case <-p.stop:
+			p.snapshot(p.clock.Now())
+			return nil
+		default:
+		}
+		now := p.poll()
+		next := p.eng.NextAt()
+		var wait time.Duration = -1 // forever
+		if next != Never {
+			wait = p.WallTime(next).Sub(now)
+			if wait <= 0 {
+				continue
+			}
+			if wait <= p.cfg.Spin {
+				p.spin(next)
+				continue
+			}
+		}
+		// Wake up at least once per interval to close validity intervals
+		// and refresh the snapshot.
+		if wait < 0 || wait > p.cfg.Interval {
+			wait = p.cfg.Interval
+		}
+		t := p.clock.NewTimer(wait)
+		select {
+		case in := <-p.in:
+			t.Stop()
+			p.admit(in)
+		case fn := <-p.calls:
+			t.Stop()
+			fn()
+		case <-t.C():
+		case <-p.stop:
+			t.Stop()
+		}
+	}
+}
+
+// spin polls for inputs until the wall time of next, without sleeping.
+func (p *Pacer) spin(next Time) {
+	due := p.WallTime(next)
+	for {
+		select {
+		case in := <-p.in:
+			p.admit(in)
+			return
+		case fn := <-p.calls:
+			fn()
+			return
+		case <-p.stop:
+			return
+		default:
+		}
+		if !p.clock.Now().Before(due) {
+			return
+		}
+	}
+}
+
+// admit schedules an input at its wall time mapped to simulated time, or
+// now if the loop is already past it (the lag of that event shows it).
+func (p *Pacer) admit(in Input) {
+	at := max(p.SimTime(in.At), p.eng.Now())
+	p.inputs++
+	ip := new(Input)
+	*ip = in
+	p.eng.Schedule(at, p.inputH, 0, 0, ip)
+}
+
+// clockEvery is how many events the loop fires between clock reads.
+const clockEvery = 32
+
+// poll admits queued inputs and fires every due event. It returns the
+// wall time it last read.
+func (p *Pacer) poll() time.Time {
+	now := p.clock.Now()
+	for {
+		// Admit what is queued (bounded, so events cannot starve).
+		for i := 0; i < 256; i++ {
+			select {
+			case in := <-p.in:
+				p.admit(in)
+				continue
+			case fn := <-p.calls:
+				fn()
+				continue
+			default:
+			}
+			break
+		}
+		target := p.SimTime(now)
+		fired := 0
+		for p.eng.NextAt() <= target && fired < 4096 {
+			at := p.eng.NextAt()
+			p.eng.Step()
+			lag := now.Sub(p.WallTime(at))
+			p.lag.Add(int64(lag))
+			if lag > p.ivMax {
+				p.ivMax = lag
+			}
+			fired++
+			if fired%clockEvery == 0 {
+				now = p.clock.Now()
+				target = p.SimTime(now)
+			}
+		}
+		p.closeIntervals(now)
+		if fired < 4096 && len(p.in) == 0 {
+			return now
+		}
+		now = p.clock.Now()
+	}
+}
+
+// closeIntervals finishes the validity intervals that ended before now and
+// refreshes the snapshot a few times per interval.
+func (p *Pacer) closeIntervals(now time.Time) {
+	for now.Sub(p.ivStart) >= p.cfg.Interval {
+		end := p.ivStart.Add(p.cfg.Interval)
+		p.intervals++
+		if p.ivMax > p.cfg.LagThreshold {
+			p.invalid++
+			p.recent = append(p.recent, IntervalReport{Start: p.ivStart, End: end, MaxLag: p.ivMax})
+			if len(p.recent) > maxRecentInvalid {
+				p.recent = p.recent[1:]
+			}
+		}
+		p.ivStart, p.ivMax = end, 0
+		if now.Sub(p.ivStart) > 4*p.cfg.Interval {
+			// Long idle stretch: skip the empty intervals in one go, they
+			// were valid (nothing ran late).
+			skip := now.Sub(p.ivStart) / p.cfg.Interval
+			p.intervals += uint64(skip)
+			p.ivStart = p.ivStart.Add(skip * p.cfg.Interval)
+		}
+	}
+	if now.Sub(p.lastSnapped) >= p.cfg.Interval/8 {
+		p.snapshot(now)
+	}
+}
+
+func (p *Pacer) snapshot(now time.Time) {
+	p.lastSnapped = now
+	s := &PacerStats{SimNow: p.eng.Now(), WallSim: p.SimTime(now), Lag: p.lag.Summarize(1),
+		Events: p.eng.Fired(), Inputs: p.inputs, Intervals: p.intervals, Invalid: p.invalid,
+		Recent: append([]IntervalReport(nil), p.recent...), LagThreshold: p.cfg.LagThreshold}
+	p.lastSnap.Store(s)
+}
+
+// Stats returns the latest snapshot of the measurements. It is safe from
+// any goroutine; the snapshot is refreshed by the loop several times per
+// interval (and by Snapshot on the loop goroutine).
+func (p *Pacer) Stats() PacerStats {
+	s := *p.lastSnap.Load()
+	s.InputsRefused = p.refused.Load()
+	return s
+}
+
+// Snapshot asks the loop to refresh the statistics and returns them (the
+// last snapshot if the loop is not running). It must not be called from
+// the loop goroutine itself.
+func (p *Pacer) Snapshot() PacerStats {
+	_ = p.Do(func() { p.snapshot(p.clock.Now()) })
+	return p.Stats()
+}
+
+// LagHist returns the lag histogram (nanoseconds). Loop goroutine only.
+func (p *Pacer) LagHist() *hist.Hist { return &p.lag }

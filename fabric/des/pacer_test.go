@@ -1,0 +1,304 @@
+package des
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a manual clock: time moves only with Advance.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	clock *fakeClock
+	c     chan time.Time
+	at    time.Time
+	off   bool
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.c }
+func (t *fakeTimer) Stop() bool {
+	t.clock.mu.Lock()
+	defer t.clock.mu.Unlock()
+	t.off = true
+	return true
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) NewTimer(d time.Duration) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{clock: c, c: make(chan time.Time, 1), at: c.now.Add(d)}
+	if d <= 0 {
+		t.c <- c.now
+		return t
+	}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	keep := c.timers[:0]
+	for _, t := range c.timers {
+		if !t.at.After(c.now) {
+			if !t.off {
+				t.c <- c.now
+			}
+			continue
+		}
+		keep = append(keep, t)
+	}
+	c.timers = keep
+}
+
+// wallRecorder notes the simulated time of each event it handles, and the
+// fake wall time it ran at.
+type wallRecorder struct {
+	clock *fakeClock
+	at    []Time
+	wall  []time.Time
+}
+
+func (r *wallRecorder) Handle(ev *Event) {
+	r.at = append(r.at, ev.At)
+	r.wall = append(r.wall, r.clock.Now())
+}
+
+func TestPacerMapping(t *testing.T) {
+	for _, tc := range []struct {
+		dilation float64
+		wall     time.Duration
+		sim      Time
+	}{
+		{1, time.Millisecond, Millisecond},
+		{1, 1500 * time.Nanosecond, 1500 * Nanosecond},
+		{10, time.Millisecond, 100 * Microsecond},
+		{0.5, time.Millisecond, 2 * Millisecond},
+	} {
+		c := newFakeClock()
+		p, err := NewPacer(New(), PacerConfig{Dilation: tc.dilation, Clock: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.SimTime(c.Now().Add(tc.wall)); got != tc.sim {
+			t.Errorf("dilation %g: SimTime(+%v) = %v, want %v", tc.dilation, tc.wall, got, tc.sim)
+		}
+		if got := p.WallTime(tc.sim).Sub(c.Now()); got != tc.wall {
+			t.Errorf("dilation %g: WallTime(%v) = +%v, want +%v", tc.dilation, tc.sim, got, tc.wall)
+		}
+	}
+}
+
+func TestPacerConfigErrors(t *testing.T) {
+	for _, cfg := range []PacerConfig{{Dilation: -1}, {InputQueue: -1}, {LagThreshold: -1}, {Spin: -1}} {
+		if _, err := NewPacer(New(), cfg); err == nil {
+			t.Errorf("%+v: no error", cfg)
+		}
+	}
+}
+
+// eventually polls cond on the loop goroutine until it holds.
+func eventually(t *testing.T, p *Pacer, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		var ok bool
+		if err := p.Do(func() { ok = cond() }); err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func startPacer(t *testing.T, cfg PacerConfig) (*Pacer, *Engine) {
+	t.Helper()
+	eng := New()
+	p, err := NewPacer(eng, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- p.Run() }()
+	t.Cleanup(func() {
+		p.Stop()
+		if err := <-errc; err != nil {
+			t.Error(err)
+		}
+	})
+	return p, eng
+}
+
+func TestPacerRunsEventsWhenDue(t *testing.T) {
+	c := newFakeClock()
+	p, eng := startPacer(t, PacerConfig{Clock: c})
+	r := &wallRecorder{clock: c}
+	start := c.Now()
+	if err := p.Do(func() {
+		eng.Schedule(10*Microsecond, r, 0, 0, nil)
+		eng.Schedule(20*Microsecond, r, 0, 0, nil)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(5 * time.Microsecond)
+	var n int
+	_ = p.Do(func() { n = len(r.at) })
+	if n != 0 {
+		t.Fatalf("%d events ran before they were due", n)
+	}
+	c.Advance(10 * time.Microsecond) // wall +15us: the first is due
+	eventually(t, p, "first event", func() bool { return len(r.at) == 1 })
+	c.Advance(10 * time.Microsecond) // +25us
+	eventually(t, p, "second event", func() bool { return len(r.at) == 2 })
+	for i, at := range r.at {
+		if d := r.wall[i].Sub(start); d < time.Duration(at/Nanosecond) {
+			t.Errorf("event at %v ran at wall +%v, early", at, d)
+		}
+	}
+	// Events ran 5us late each (the clock jumped past them).
+	st := p.Snapshot()
+	if st.Lag.Max != 5000 || st.Events < 2 {
+		t.Errorf("lag %+v events %d, want max 5000 ns", st.Lag, st.Events)
+	}
+}
+
+func TestPacerAdmitsInputsAtTheirWallTime(t *testing.T) {
+	c := newFakeClock()
+	p, eng := startPacer(t, PacerConfig{Clock: c})
+	var got []Time
+	c.Advance(3 * time.Microsecond)
+	at := c.Now()
+	if err := p.Submit(Input{At: at, Fn: func(t Time) { got = append(got, t) }}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, p, "input", func() bool { return len(got) == 1 })
+	if got[0] != 3*Microsecond {
+		t.Errorf("input admitted at %v, want 3us", got[0])
+	}
+	// An input stamped before the engine's clock is admitted now.
+	_ = p.Do(func() { eng.Schedule(10*Microsecond, &wallRecorder{clock: c}, 0, 0, nil) })
+	c.Advance(10 * time.Microsecond)
+	eventually(t, p, "event", func() bool { return eng.Now() == 10*Microsecond })
+	if err := p.Submit(Input{At: at, Fn: func(t Time) { got = append(got, t) }}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, p, "late input", func() bool { return len(got) == 2 })
+	if got[1] < 10*Microsecond {
+		t.Errorf("late input admitted at %v, before the engine's clock 10us", got[1])
+	}
+	if st := p.Snapshot(); st.Inputs != 2 {
+		t.Errorf("inputs %d, want 2", st.Inputs)
+	}
+}
+
+func TestPacerMarksInvalidIntervals(t *testing.T) {
+	c := newFakeClock()
+	p, eng := startPacer(t, PacerConfig{Clock: c, Interval: 10 * time.Millisecond, LagThreshold: time.Millisecond})
+	r := &wallRecorder{clock: c}
+	_ = p.Do(func() { eng.Schedule(1*Millisecond, r, 0, 0, nil) })
+	// The loop "falls behind": the clock jumps 5 ms past the event.
+	c.Advance(6 * time.Millisecond)
+	eventually(t, p, "late event", func() bool { return len(r.at) == 1 })
+	c.Advance(20 * time.Millisecond) // close the intervals
+	eventually(t, p, "intervals", func() bool { return p.intervals >= 2 })
+	p.Snapshot()
+	st := p.Stats()
+	if st.Invalid != 1 || len(st.Recent) != 1 || st.Recent[0].MaxLag != 5*time.Millisecond {
+		t.Errorf("stats %+v: want one invalid interval with max lag 5ms", st)
+	}
+	// Nothing aborted: the pacer still runs events.
+	_ = p.Do(func() { eng.Schedule(eng.Now()+Microsecond, r, 0, 0, nil) })
+	c.Advance(time.Millisecond)
+	eventually(t, p, "event after lag", func() bool { return len(r.at) == 2 })
+}
+
+func TestPacerDilation(t *testing.T) {
+	c := newFakeClock()
+	p, eng := startPacer(t, PacerConfig{Clock: c, Dilation: 100})
+	r := &wallRecorder{clock: c}
+	_ = p.Do(func() { eng.Schedule(1*Microsecond, r, 0, 0, nil) })
+	c.Advance(50 * time.Microsecond) // 0.5us simulated
+	var n int
+	_ = p.Do(func() { n = len(r.at) })
+	if n != 0 {
+		t.Fatal("event ran before its dilated wall time")
+	}
+	c.Advance(50 * time.Microsecond)
+	eventually(t, p, "dilated event", func() bool { return len(r.at) == 1 })
+}
+
+func TestPacerStopAndSubmitAfterStop(t *testing.T) {
+	eng := New()
+	p, err := NewPacer(eng, PacerConfig{Clock: newFakeClock(), InputQueue: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.TrySubmit(Input{Fn: func(Time) {}}) {
+		t.Fatal("first TrySubmit refused")
+	}
+	if p.TrySubmit(Input{Fn: func(Time) {}}) {
+		t.Fatal("TrySubmit on a full queue accepted")
+	}
+	if got := p.Stats().InputsRefused; got != 1 {
+		t.Errorf("refused %d, want 1", got)
+	}
+	done := make(chan error)
+	go func() { done <- p.Run() }()
+	p.Stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Submit(Input{Fn: func(Time) {}}); err != ErrPacerStopped {
+		t.Errorf("Submit after stop: %v", err)
+	}
+	if err := p.Do(func() {}); err != ErrPacerStopped {
+		t.Errorf("Do after stop: %v", err)
+	}
+	if err := p.Run(); err == nil {
+		t.Error("second Run: no error")
+	}
+}
+
+func TestPacerRealClock(t *testing.T) {
+	p, eng := startPacer(t, PacerConfig{Spin: 20 * time.Microsecond})
+	r := &wallRecorder{clock: newFakeClock()}
+	var start time.Time
+	var at Time
+	_ = p.Do(func() {
+		start = time.Now()
+		at = p.SimTime(start) + 2*Millisecond
+		eng.Schedule(at, r, 0, 0, nil)
+	})
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		var n int
+		_ = p.Do(func() { n = len(r.at) })
+		if n == 1 {
+			break
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	if el := time.Since(start); el < 2*time.Millisecond {
+		t.Errorf("event 2ms ahead ran after %v", el)
+	}
+	if st := p.Snapshot(); st.Lag.Count == 0 {
+		t.Error("no lag sample recorded")
+	}
+}
