@@ -11,11 +11,6 @@ type channel struct{ sw, port, vl int32 }
 
 func (c channel) String() string { return fmt.Sprintf("s%d/p%d/vl%d", c.sw, c.port, c.vl) }
 
-func (r *Router) checkCost() int {
-	n := r.t.NumSwitches()
-	return n * n * 8 // paths times a typical length
-}
-
 // CheckEscape builds the channel dependency graph of the escape function
 // (Dally and Seitz; Duato's condition applies it to the escape
 // sub-network) and returns an error naming a cycle if there is one. A
@@ -56,15 +51,11 @@ func (r *Router) CheckEscape() error {
 		maxHops += len(t.Neighbors(s))
 	}
 	maxHops *= r.escVLs
-	// Packets are only ever addressed to switches with hosts.
-	var dsts []int
-	for d := 0; d < n; d++ {
-		if len(t.HostsOn(d)) > 0 {
-			dsts = append(dsts, d)
-		}
-	}
+	// Packets are only ever addressed to hosts; the escape function may
+	// choose among equal paths by host.
 	for src := 0; src < n; src++ {
-		for _, dst := range dsts {
+		for dstHost := range t.Hosts {
+			dst := t.Hosts[dstHost].At.Switch
 			if dst == src {
 				continue
 			}
@@ -72,9 +63,9 @@ func (r *Router) CheckEscape() error {
 			prev := -1
 			for hops := 0; s != dst; hops++ {
 				if hops > maxHops {
-					return fmt.Errorf("escape routing %s does not reach switch %d from switch %d: the path loops", r.esc.name(), dst, src)
+					return fmt.Errorf("escape routing %s does not reach host %d (switch %d) from switch %d: the path loops", r.esc.name(), dstHost, dst, src)
 				}
-				p, v := r.esc.next(s, inPort, inVL, inEscape, dst)
+				p, v := r.esc.next(s, inPort, inVL, inEscape, dst, dstHost)
 				pr, ok := t.Peer(s, p)
 				if !ok {
 					return fmt.Errorf("escape routing %s sends a packet for switch %d out of switch %d port %d, which is not a switch link", r.esc.name(), dst, s, p)
@@ -147,4 +138,10 @@ func findCycle(adj [][]int) []int {
 		}
 	}
 	return nil
+}
+
+// checkCost estimates the route evaluations of CheckEscape: one path per
+// (switch, host) pair, times a typical path length.
+func (r *Router) checkCost() int {
+	return r.t.NumSwitches() * r.t.NumHosts() * 8
 }

@@ -69,7 +69,8 @@ func newMINEscape(t *topo.Topology) *upDown {
 		levels[s] = t.Stages - 1 - sw.Stage
 	}
 	u := buildUpDown(t, levels)
-	u.desc = "min (up*/down* by stage)"
+	u.desc = "min (up*/down* by stage, d-mod-k)"
+	u.radix = t.Switches[0].Ports / 2
 	return u
 }
 
@@ -88,6 +89,7 @@ type upDown struct {
 	distDown []uint16 // [dst*n+s]
 	distAny  []uint16 // [dst*n+s]
 	desc     string
+	radix    int // MIN: down ports per switch (k); 0 elsewhere
 }
 
 // newUpDown orients links by BFS level from root (Autonet).
@@ -175,7 +177,7 @@ func (u *upDown) isUp(a, b int) bool {
 func (u *upDown) name() string { return u.desc }
 func (u *upDown) vls() int     { return 1 }
 
-func (u *upDown) next(s, inPort, inVL int, inEscape bool, dst int) (int, int) {
+func (u *upDown) next(s, inPort, inVL int, inEscape bool, dst, dstHost int) (int, int) {
 	downPhase := false
 	if inEscape {
 		if pr, ok := u.t.Peer(s, inPort); ok && u.isUp(s, pr.Switch) {
@@ -207,9 +209,18 @@ func (u *upDown) next(s, inPort, inVL int, inEscape bool, dst int) (int, int) {
 	if len(cands) == 0 {
 		panic(fmt.Sprintf("route: %s has no legal path from switch %d to switch %d (down phase %v)", u.desc, s, dst, downPhase))
 	}
-	// Spread destinations over equal-length legal paths, as a forwarding
-	// table built per destination would.
-	return cands[dst%len(cands)], 0
+	// Spread destination hosts over equal-length legal paths, as a
+	// forwarding table built per destination would: on a MIN by the host's
+	// base-k digit for this stage (d-mod-k of k-ary n-trees), so the hosts
+	// of one leaf switch arrive over different links; elsewhere by the host
+	// modulo the choices.
+	pick := dstHost
+	if u.radix > 0 {
+		for st := u.t.Switches[s].Stage; st > 0; st-- {
+			pick /= u.radix
+		}
+	}
+	return cands[pick%len(cands)], 0
 }
 
 // cube routes on k-ary n-cubes. Dimension order: correct dimension 0
@@ -302,7 +313,7 @@ func (c *cube) crossesWrap(s, d, dir int) bool {
 	return (dir > 0 && a == c.k[d]-1) || (dir < 0 && a == 0)
 }
 
-func (c *cube) next(s, inPort, inVL int, inEscape bool, dst int) (int, int) {
+func (c *cube) next(s, inPort, inVL int, inEscape bool, dst, _ int) (int, int) {
 	for d := range c.k {
 		dir, _ := c.dir(s, dst, d)
 		if dir == 0 {

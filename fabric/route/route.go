@@ -81,14 +81,15 @@ type Candidate struct {
 }
 
 // escaper is an escape routing function. It returns the single escape
-// output (port, VL) at switch s for a packet to switch dst that arrived on
-// inPort; inVL is the lane it arrived on and inEscape whether that lane is
+// output (port, VL) at switch s for a packet to host dstHost on switch dst
+// that arrived on inPort (the host only chooses among equal paths, as a
+// per-destination forwarding table does); inVL is the lane it arrived on and inEscape whether that lane is
 // an escape lane (false for packets from a host or an adaptive lane, which
 // enter the escape sub-network afresh).
 type escaper interface {
 	name() string
 	vls() int
-	next(s, inPort, inVL int, inEscape bool, dst int) (port, vl int)
+	next(s, inPort, inVL int, inEscape bool, dst, dstHost int) (port, vl int)
 }
 
 // Router answers routing queries for one topology. It is immutable after
@@ -225,7 +226,7 @@ func (r *Router) Candidates(s, inPort, inVL, dst int, buf []Candidate) []Candida
 	if _, fromSwitch := r.t.Peer(s, inPort); !fromSwitch {
 		inEscape = false // injected by a host: enters the escape network afresh
 	}
-	ep, ev := r.esc.next(s, inPort, inVL, inEscape, dsw)
+	ep, ev := r.esc.next(s, inPort, inVL, inEscape, dsw, dst)
 	if r.adVLs > 0 {
 		var ports [16]int32
 		for _, p := range r.minimal(s, dsw, ports[:0]) {
