@@ -102,14 +102,23 @@ type Router struct {
 	adVLs    int
 	hostSw   []int32
 	hostPort []int32
-	minimal  minimalFunc
+	dist     *distTable // minimal paths on general graphs
+	cubeMin  *cube      // minimal paths on tori and meshes
+
 	// CheckNote says what the escape check did ("acyclic: 1,234 channels",
 	// or why it was skipped).
 	CheckNote string
 }
 
-// minimalFunc appends the output ports of s on minimal paths to switch dst.
-type minimalFunc func(s, dst int, buf []int32) []int32
+// minimal appends the output ports of s on minimal paths to switch dst.
+// Direct calls (not a function value) let the caller's buffer stay on its
+// stack.
+func (r *Router) minimal(s, dst int, buf []int32) []int32 {
+	if r.cubeMin != nil {
+		return r.cubeMin.minimal(s, dst, buf)
+	}
+	return r.dist.minimal(s, dst, buf)
+}
 
 // New builds a router and, unless disabled, checks the escape channel
 // dependency graph. A cyclic escape function is refused with the cycle
@@ -137,12 +146,10 @@ func New(t *topo.Topology, c Config) (*Router, error) {
 		}
 	}
 	isCube := t.Kind == topo.KindTorus || t.Kind == topo.KindMesh
-	var dist *distTable
-	if !isCube {
-		dist = newDistTable(t)
-		r.minimal = dist.minimal
+	if isCube {
+		r.cubeMin = newCube(t, true)
 	} else {
-		r.minimal = newCube(t, true).minimal
+		r.dist = newDistTable(t)
 	}
 	switch esc {
 	case "updown":

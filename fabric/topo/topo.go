@@ -81,6 +81,7 @@ type Topology struct {
 	// or -1. Built by Finish.
 	peer   [][]PortRef
 	hostAt [][]int
+	nbrs   [][]int // switch-link ports per switch, in port order
 }
 
 // Finish indexes the links and hosts and validates the graph: port numbers
@@ -138,6 +139,14 @@ func (t *Topology) Finish() error {
 		}
 		t.hostAt[host.At.Switch][host.At.Port] = h
 	}
+	t.nbrs = make([][]int, len(t.Switches))
+	for s := range t.Switches {
+		for p, r := range t.peer[s] {
+			if r.Switch >= 0 {
+				t.nbrs[s] = append(t.nbrs[s], p)
+			}
+		}
+	}
 	if comp := t.components(); len(comp) > 1 {
 		return fmt.Errorf("topology %q is disconnected: %d components; switch %d cannot reach switch %d",
 			t.Name, len(comp), comp[0][0], comp[1][0])
@@ -194,16 +203,9 @@ func (t *Topology) HostAt(s, p int) (int, bool) {
 }
 
 // Neighbors returns, for switch s, the ports that lead to other switches,
-// in port order.
-func (t *Topology) Neighbors(s int) []int {
-	var ps []int
-	for p, r := range t.peer[s] {
-		if r.Switch >= 0 {
-			ps = append(ps, p)
-		}
-	}
-	return ps
-}
+// in port order. The slice is shared: callers must not modify it. Routing
+// calls this for every packet at every switch, so it does not allocate.
+func (t *Topology) Neighbors(s int) []int { return t.nbrs[s] }
 
 // HostsOn returns the hosts attached to switch s, in port order.
 func (t *Topology) HostsOn(s int) []int {
