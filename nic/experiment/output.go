@@ -1,0 +1,352 @@
+package experiment
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/fabemu/fabemu/internal/report"
+	"github.com/fabemu/fabemu/nic"
+)
+
+// view is one run seen by the metrics: a replay, or a sim at a load.
+type view struct {
+	rep  *nic.ReplaySummary
+	sim  *nic.Summary
+	load float64
+}
+
+func (v view) delivery() nic.DeliveryReport {
+	if v.rep != nil {
+		return v.rep.DeliveryReport
+	}
+	if v.sim != nil {
+		return v.sim.DeliveryReport
+	}
+	return nic.DeliveryReport{}
+}
+
+func (v view) inorder() bool { return v.delivery().Delivery == string(nic.DeliveryAdaptiveInOrder) }
+
+// metric is a number taken from a run, with its unit.
+type metric struct {
+	unit string
+	get  func(view) float64
+}
+
+// metrics are what tables and plots can show.
+var metrics = map[string]metric{
+	"time": {"ns", func(v view) float64 {
+		if v.rep != nil {
+			return v.rep.TraceExecutionTimeNs
+		}
+		return 0
+	}},
+	"waste": {"%", func(v view) float64 { return v.delivery().WasteTrafficPct }},
+	"mbs":   {"bytes", func(v view) float64 { return float64(v.delivery().MBSBytes) }},
+	"mms":   {"bytes", func(v view) float64 { return float64(v.delivery().MMSBytes) }},
+	"accepted": {"bytes/ns/switch", func(v view) float64 {
+		if v.rep != nil {
+			return v.rep.AcceptedBytesPerNsPerSwitch
+		}
+		if v.sim != nil {
+			return v.sim.AcceptedBytesPerNsPerSwitch
+		}
+		return 0
+	}},
+	"latency": {"ns", func(v view) float64 {
+		if v.rep != nil {
+			return v.rep.PacketLatencyNs.Mean
+		}
+		if v.sim != nil {
+			return v.sim.LatencyNs.Mean
+		}
+		return 0
+	}},
+	"load":      {"", func(v view) float64 { return v.load }},
+	"reordered": {"", func(v view) float64 { return v.delivery().ReorderedRatio }},
+}
+
+func metricNames() []string {
+	var ns []string
+	for n := range metrics {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// column is a table column: header, unit and cell text.
+type column struct {
+	name, unit string
+	cell       func(r *Result, v view) string
+}
+
+// columns are the table columns; time, waste, mbs, mms and impr are
+// printed as paper 004 prints Tables 1 and 2 (time in millions of ns with
+// an M suffix, "-" for MBS and MMS without a rearrangement mechanism).
+var columns = map[string]column{
+	"time": {"Time", "ns", func(_ *Result, v view) string {
+		return fmt.Sprintf("%.2fM", metrics["time"].get(v)/1e6)
+	}},
+	"waste": {"Waste", "%", func(_ *Result, v view) string {
+		return fmt.Sprintf("%.1f%%", v.delivery().WasteTrafficPct)
+	}},
+	"mbs": {"MBS", "bytes", func(_ *Result, v view) string {
+		if !v.inorder() {
+			return "-"
+		}
+		return fmt.Sprint(v.delivery().MBSBytes)
+	}},
+	"mms": {"MMS", "bytes", func(_ *Result, v view) string {
+		if !v.inorder() {
+			return "-"
+		}
+		return fmt.Sprint(v.delivery().MMSBytes)
+	}},
+	"impr": {"Impr.", "%", func(r *Result, v view) string {
+		base := r.baseline()
+		if base == nil || v.rep == base.rep {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f%%", r.improvement(v))
+	}},
+	"accepted": {"Accepted", "bytes/ns/switch", func(_ *Result, v view) string {
+		return report.FormatFloat(metrics["accepted"].get(v), 4)
+	}},
+	"latency": {"Latency mean", "ns", func(_ *Result, v view) string {
+		return report.FormatFloat(metrics["latency"].get(v), 4)
+	}},
+	"load": {"Offered load", "", func(_ *Result, v view) string { return report.FormatFloat(v.load, 3) }},
+	"buffer": {"Max buffer/conn", "bytes", func(_ *Result, v view) string {
+		if !v.inorder() {
+			return "0"
+		}
+		return fmt.Sprint(v.delivery().MBSBytes)
+	}},
+	"reordered": {"Reordered", "ratio", func(_ *Result, v view) string {
+		return report.FormatFloat(v.delivery().ReorderedRatio, 3)
+	}},
+}
+
+func (r *Result) baseline() *view {
+	for _, row := range r.Rows {
+		if row.Name == r.Baseline && row.replay != nil {
+			return &view{rep: row.replay}
+		}
+	}
+	return nil
+}
+
+// improvement is the reduction of execution time against the baseline
+// row, in percent (paper 004 Tables 1-2, "Impr. %").
+func (r *Result) improvement(v view) float64 {
+	base := r.baseline()
+	if base == nil || base.rep.TraceExecutionTimeNs == 0 {
+		return 0
+	}
+	return 100 * (1 - v.rep.TraceExecutionTimeNs/base.rep.TraceExecutionTimeNs)
+}
+
+// Improvement returns the named row's improvement over the baseline in
+// percent, and whether both rows exist.
+func (r *Result) Improvement(row string) (float64, bool) {
+	for _, x := range r.Rows {
+		if x.Name == row && x.replay != nil && r.baseline() != nil {
+			return r.improvement(view{rep: x.replay}), true
+		}
+	}
+	return 0, false
+}
+
+// Replay returns the named row's replay summary, or nil.
+func (r *Result) Replay(row string) *nic.ReplaySummary {
+	for _, x := range r.Rows {
+		if x.Name == row {
+			return x.replay
+		}
+	}
+	return nil
+}
+
+// Sweep returns the named row's sweep points, or nil.
+func (r *Result) Sweep(row string) []SweepPoint {
+	for _, x := range r.Rows {
+		if x.Name == row {
+			return x.Points
+		}
+	}
+	return nil
+}
+
+// WriteTable writes the experiment's header, calibration and table.
+func (r *Result) WriteTable(w io.Writer) error {
+	e := r.exp
+	fmt.Fprintf(w, "Experiment %s (%s)\n%s\n\n", e.Name, e.Source, wrap(e.Description, 100))
+	head := report.Section{Title: "Setup"}
+	if r.Quick {
+		head.Add("workload", "QUICK: shrunk for a smoke run (--quick); not the documented figures", "")
+	}
+	if t := r.Trace; t != nil {
+		head.Add("trace", fmt.Sprintf("%s (%s records replayed)", t.Name, report.FormatInt(t.Records)), "")
+	}
+	if c := r.Calibration; c != nil {
+		for _, p := range c.Points {
+			head.Add(fmt.Sprintf("calibration: %s at compression %g", c.Row, p.Factor), report.FormatFloat(p.AcceptedBytesPerNsPerSwitch, 4),
+				fmt.Sprintf("bytes/ns/switch accepted; execution time %.2f x compressed span", p.Backlog))
+		}
+		head.Add(c.Row+" saturation throughput", report.FormatFloat(c.SaturationBytesPerNsPerSwitch, 4),
+			fmt.Sprintf("bytes/ns/switch (at compression %g)", c.SaturationFactor))
+		head.Add("compression factor", fmt.Sprint(c.Chosen),
+			fmt.Sprintf("the smallest with %s accepted >= %g x saturation and execution time >= %g x span", c.Row, c.MinUtilisation, c.MinBacklog))
+		head.Add(c.Row+" utilisation", fmt.Sprintf("%.1f%%", 100*c.Utilisation), "of its saturation throughput")
+	} else if r.Kind == KindReplay {
+		head.Add("compression factor", fmt.Sprint(r.Compression), "")
+	}
+	if len(r.Rows) > 0 {
+		if s := r.Rows[0].replay; s != nil {
+			head.Add("network", s.Topology.Describe, "")
+		}
+	}
+	if err := head.Write(w); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	t := report.Table{Title: e.Name}
+	t.Columns = append(t.Columns, report.Column{Name: "Row", Align: report.AlignLeft})
+	if r.Kind == KindSim && e.sweep() {
+		t.Columns = append(t.Columns, report.Column{Name: "Load", Align: report.AlignRight})
+	}
+	for _, c := range e.Columns {
+		col := columns[c]
+		t.Columns = append(t.Columns, report.Column{Name: col.name, Unit: col.unit, Align: report.AlignRight})
+	}
+	for _, row := range r.Rows {
+		views := []view{{rep: row.replay, sim: row.sim}}
+		if row.Points != nil {
+			views = views[:0]
+			for _, p := range row.Points {
+				views = append(views, view{sim: p.Summary, load: p.Load})
+			}
+		}
+		for _, v := range views {
+			if v.rep == nil && v.sim == nil {
+				continue
+			}
+			cells := []string{row.Name}
+			if r.Kind == KindSim && e.sweep() {
+				cells = append(cells, report.FormatFloat(v.load, 3))
+			}
+			for _, c := range e.Columns {
+				cells = append(cells, columns[c].cell(r, v))
+			}
+			t.AddRow(cells...)
+		}
+	}
+	if ok, bad := r.InvariantsOK(); ok {
+		t.Notes = append(t.Notes, "invariants: OK on every run")
+	} else {
+		t.Notes = append(t.Notes, "invariants VIOLATED: "+strings.Join(bad, "; "))
+	}
+	if r.Quick {
+		t.Notes = append(t.Notes, "QUICK run (--quick): smaller workload, figures are not comparable with the paper's")
+	}
+	return t.Write(w)
+}
+
+// WritePlot draws the experiment's plot to path (.svg or .png). A sweep
+// with several groups writes one file per group, named PATH-GROUP.EXT; it
+// returns the files written.
+func (r *Result) WritePlot(path string) ([]string, error) {
+	e := r.exp
+	ps := e.Plot
+	suffix := ""
+	if r.Quick {
+		suffix = " (quick run)"
+	}
+	switch ps.Kind {
+	case "bar":
+		var bars []report.Bar
+		m := metrics[ps.Y]
+		div, unit := 1.0, m.unit
+		if ps.Y == "time" {
+			div, unit = 1e6, "ms"
+		}
+		for _, row := range r.Rows {
+			bars = append(bars, report.Bar{Label: row.Name, Value: m.get(view{rep: row.replay, sim: row.sim}) / div})
+		}
+		title := ps.Title
+		if r.Kind == KindReplay {
+			title += fmt.Sprintf(", compression %g", r.Compression)
+		}
+		return []string{path}, report.BarPlot(path, title+suffix, ps.Y+" ("+unit+")", bars, report.PlotOptions{})
+	case "line":
+		groups := map[string][]report.Series{}
+		var order []string
+		for _, row := range r.Rows {
+			name := row.Series
+			if name == "" {
+				name = row.Name
+			}
+			s := report.Series{Name: name}
+			for _, p := range row.Points {
+				v := view{sim: p.Summary, load: p.Load}
+				s.X = append(s.X, metrics[ps.X].get(v))
+				s.Y = append(s.Y, metrics[ps.Y].get(v))
+			}
+			if _, ok := groups[row.Group]; !ok {
+				order = append(order, row.Group)
+			}
+			groups[row.Group] = append(groups[row.Group], s)
+		}
+		var files []string
+		for _, g := range order {
+			p := path
+			title := ps.Title
+			if len(order) > 1 {
+				ext := filepath.Ext(path)
+				p = strings.TrimSuffix(path, ext) + "-" + g + ext
+			}
+			if g != "" {
+				title += ", " + g
+			}
+			err := report.LinePlot(p, title+suffix, axisLabel(ps.X), axisLabel(ps.Y), groups[g], report.PlotOptions{})
+			if err != nil {
+				return files, err
+			}
+			files = append(files, p)
+		}
+		return files, nil
+	}
+	return nil, fmt.Errorf("experiment %s has no plot", e.Name)
+}
+
+func axisLabel(m string) string {
+	names := map[string]string{"accepted": "accepted traffic", "mbs": "max buffer per connection", "latency": "mean latency",
+		"time": "trace execution time", "waste": "waste traffic", "mms": "max memory per NIC", "load": "offered load", "reordered": "reordered ratio"}
+	u := metrics[m].unit
+	if u == "" {
+		return names[m]
+	}
+	return names[m] + " (" + u + ")"
+}
+
+// wrap breaks text into lines of at most width characters.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(text) {
+		if n > 0 && n+1+len(w) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if n > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
+}

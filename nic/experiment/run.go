@@ -1,0 +1,444 @@
+package experiment
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/tracefmt"
+	"github.com/fabemu/fabemu/tracefmt/blockgen"
+)
+
+// Schema versions the experiment JSON.
+const Schema = "fabemu.experiment/v1"
+
+// Options control a run.
+type Options struct {
+	// Jobs is how many simulations run at once (0: GOMAXPROCS). Each one
+	// is single-goroutine and deterministic, so the results do not depend
+	// on it.
+	Jobs int
+	// Quick shrinks the workload as the definition's quick section says.
+	Quick bool
+	// Progress, if set, is called after each finished simulation.
+	Progress func(done, total int)
+}
+
+// Result is the outcome of an experiment: the JSON document.
+type Result struct {
+	Schema      string `json:"schema"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Source      string `json:"source"`
+	Kind        string `json:"kind"`
+	Quick       bool   `json:"quick"`
+	// Trace says what was replayed (replay experiments).
+	Trace *TraceInfo `json:"trace,omitempty"`
+	// Calibration holds the compression-factor search, if any.
+	Calibration *CalibrationResult `json:"calibration,omitempty"`
+	// Compression is the factor every row ran with (replay experiments).
+	Compression float64     `json:"compression,omitempty"`
+	Baseline    string      `json:"baseline,omitempty"`
+	Rows        []RowResult `json:"rows"`
+	// WallSeconds is the experiment's wall time (machine-dependent).
+	WallSeconds float64 `json:"wall_seconds"`
+
+	exp *Experiment
+}
+
+// TraceInfo describes the trace of a replay experiment.
+type TraceInfo struct {
+	Name     string        `json:"name"`
+	Generate *GenerateSpec `json:"generate,omitempty"`
+	File     string        `json:"file,omitempty"`
+	Records  int64         `json:"records"` // replayed (after the quick limit)
+}
+
+// RowResult is one row: the full summary of its run, or the points of a
+// load sweep.
+type RowResult struct {
+	Name    string             `json:"name"`
+	Summary any                `json:"summary,omitempty"` // *nic.ReplaySummary or *nic.Summary
+	Points  []SweepPoint       `json:"points,omitempty"`
+	Group   string             `json:"group,omitempty"`
+	Series  string             `json:"series,omitempty"`
+	replay  *nic.ReplaySummary // typed views of Summary
+	sim     *nic.Summary
+}
+
+// SweepPoint is one offered load of a sweep row.
+type SweepPoint struct {
+	Load    float64      `json:"load"`
+	Summary *nic.Summary `json:"summary"`
+}
+
+// CalibrationResult records the compression-factor search.
+type CalibrationResult struct {
+	Row            string             `json:"row"`
+	MinUtilisation float64            `json:"min_utilisation"`
+	MinBacklog     float64            `json:"min_backlog"`
+	Points         []CalibrationPoint `json:"points"`
+	// SaturationBytesPerNsPerSwitch is the largest accepted traffic of
+	// the calibration row over the factors tried.
+	SaturationBytesPerNsPerSwitch float64 `json:"saturation_bytes_per_ns_per_switch"`
+	SaturationFactor              float64 `json:"saturation_factor"`
+	// Chosen is the factor the rows ran with; Utilisation its accepted
+	// traffic over the saturation throughput.
+	Chosen      float64 `json:"chosen"`
+	Utilisation float64 `json:"utilisation"`
+	Backlog     float64 `json:"backlog"`
+}
+
+// CalibrationPoint is the calibration row at one factor.
+type CalibrationPoint struct {
+	Factor                      float64 `json:"factor"`
+	AcceptedBytesPerNsPerSwitch float64 `json:"accepted_bytes_per_ns_per_switch"`
+	TraceExecutionTimeNs        float64 `json:"trace_execution_time_ns"`
+	LastIssueNs                 float64 `json:"last_issue_ns"`
+	// Backlog is execution time over compressed span: above 1 the
+	// fabric could not keep up with the trace.
+	Backlog      float64 `json:"backlog"`
+	InvariantsOK bool    `json:"invariants_ok"`
+}
+
+// pool runs jobs on n workers and reports progress.
+type pool struct {
+	n     int
+	mu    sync.Mutex
+	done  int
+	total int
+	prog  func(done, total int)
+}
+
+func (p *pool) run(jobs []func() error) error {
+	errs := make([]error, len(jobs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(p.n, len(jobs)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = jobs[i]()
+				p.mu.Lock()
+				p.done++
+				if p.prog != nil {
+					p.prog(p.done, p.total)
+				}
+				p.mu.Unlock()
+			}
+		}()
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run runs the experiment. A run whose invariants fail is not an error
+// here: its summary says so and the caller decides (the CLI fails).
+func Run(e *Experiment, opt Options) (*Result, error) {
+	start := time.Now()
+	jobs := opt.Jobs
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	res := &Result{Schema: Schema, Name: e.Name, Description: e.Description, Source: e.Source, Kind: e.Kind,
+		Quick: opt.Quick, Baseline: e.Baseline, exp: e}
+	p := &pool{n: jobs, prog: opt.Progress, total: e.countRuns(opt.Quick)}
+	var err error
+	if e.Kind == KindReplay {
+		err = e.runReplay(res, p, opt.Quick)
+	} else {
+		err = e.runSim(res, p, opt.Quick)
+	}
+	res.WallSeconds = time.Since(start).Seconds()
+	return res, err
+}
+
+func (e *Experiment) countRuns(quick bool) int {
+	if e.Kind == KindReplay {
+		n := len(e.Rows)
+		if c := e.Calibration; c != nil {
+			n += len(e.factors(quick))
+		}
+		return n
+	}
+	if !e.sweep() {
+		return len(e.Rows)
+	}
+	n := 0
+	for _, r := range e.Rows {
+		n += len(e.loads(r, quick))
+	}
+	return n
+}
+
+func (e *Experiment) factors(quick bool) []float64 {
+	if quick && len(e.Quick.Factors) > 0 {
+		return e.Quick.Factors
+	}
+	return e.Calibration.Factors
+}
+
+// traceName names a generated trace in reports.
+func (g *GenerateSpec) traceName() string {
+	s := fmt.Sprintf("blockgen %s, seed %d, %d records", g.Like, g.Seed, g.Records)
+	if g.Initiators > 0 {
+		s += fmt.Sprintf(", %d initiators", g.Initiators)
+	}
+	if g.DiskSkew != nil {
+		s += fmt.Sprintf(", disk skew %g", *g.DiskSkew)
+	}
+	if g.Rate != nil {
+		s += fmt.Sprintf(", %g requests/s", *g.Rate)
+	}
+	return s
+}
+
+// generate writes the generated trace to a temporary file and returns its
+// path and a function removing it. The trace is a pure function of the
+// spec; only this run reads the file.
+func (g *GenerateSpec) generate(records int64) (string, func(), error) {
+	p, err := blockgen.Like(g.Like)
+	if err != nil {
+		return "", nil, fmt.Errorf("trace.generate.like: %w", err)
+	}
+	if g.Initiators > 0 {
+		p.Initiators = g.Initiators
+	}
+	if g.DiskSkew != nil {
+		p.DiskSkew = *g.DiskSkew
+	}
+	if g.Rate != nil {
+		p.Rate = *g.Rate
+	}
+	gen, err := blockgen.New(p, g.Seed)
+	if err != nil {
+		return "", nil, fmt.Errorf("trace.generate: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "fabemu-experiment-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	path := filepath.Join(dir, "trace.csv")
+	w, err := tracefmt.Create(path, tracefmt.CSV)
+	if err == nil {
+		err = gen.Write(w, records)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("trace.generate: %w", err)
+	}
+	return path, cleanup, nil
+}
+
+func (e *Experiment) runReplay(res *Result, p *pool, quick bool) error {
+	cfgs := make([]nic.ReplaySimConfig, len(e.Rows))
+	for i, r := range e.Rows {
+		c, err := e.replayConfig(r, quick)
+		if err != nil {
+			return fmt.Errorf("row %q: %w", r.Name, err)
+		}
+		cfgs[i] = c
+	}
+	info := &TraceInfo{File: e.Trace.File, Generate: e.Trace.Generate}
+	res.Trace = info
+	if g := e.Trace.Generate; g != nil {
+		n := g.Records
+		if quick && e.Quick.Limit > 0 {
+			n = min(n, e.Quick.Limit)
+		}
+		path, cleanup, err := g.generate(n)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		info.Name = g.traceName()
+		for i := range cfgs {
+			cfgs[i].Replay.Trace, cfgs[i].Replay.Format = path, string(tracefmt.CSV)
+		}
+	}
+	// fix reports only the names: the temporary path must not show.
+	fix := func(s *nic.ReplaySummary) {
+		if s != nil && e.Trace.Generate != nil {
+			s.Trace.Name = info.Name
+			s.Config.Replay.Trace = info.Name
+		}
+	}
+	if c := e.Calibration; c != nil {
+		idx := e.rowIndex(c.Row)
+		cal, err := e.calibrate(cfgs[idx], p, quick, fix)
+		if err != nil {
+			return err
+		}
+		res.Calibration = cal
+		for i := range cfgs {
+			cfgs[i].Replay.Compression = cal.Chosen
+		}
+	}
+	res.Compression = cfgs[0].Replay.Compression
+	res.Rows = make([]RowResult, len(e.Rows))
+	jobs := make([]func() error, len(e.Rows))
+	for i, r := range e.Rows {
+		jobs[i] = func() error {
+			s, err := nic.RunReplay(cfgs[i], nil)
+			fix(s)
+			res.Rows[i] = RowResult{Name: r.Name, Group: r.Group, Series: r.Series, Summary: s, replay: s}
+			if err != nil {
+				return fmt.Errorf("row %q: %w", r.Name, err)
+			}
+			return nil
+		}
+	}
+	if err := p.run(jobs); err != nil {
+		return err
+	}
+	for _, r := range res.Rows {
+		info.Records = max(info.Records, r.replay.Trace.Records)
+		if info.Name == "" {
+			info.Name = r.replay.Trace.Name
+		}
+	}
+	return nil
+}
+
+func (e *Experiment) rowIndex(name string) int {
+	for i, r := range e.Rows {
+		if r.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// calibrate runs cfg at each factor and picks one (see the package
+// comment).
+func (e *Experiment) calibrate(cfg nic.ReplaySimConfig, p *pool, quick bool, fix func(*nic.ReplaySummary)) (*CalibrationResult, error) {
+	c := e.Calibration
+	fs := e.factors(quick)
+	cal := &CalibrationResult{Row: c.Row, MinUtilisation: c.MinUtilisation, MinBacklog: c.MinBacklog,
+		Points: make([]CalibrationPoint, len(fs))}
+	jobs := make([]func() error, len(fs))
+	for i, f := range fs {
+		jobs[i] = func() error {
+			cc := cfg
+			cc.Replay.Compression = f
+			s, err := nic.RunReplay(cc, nil)
+			if err != nil {
+				return fmt.Errorf("calibration at compression %g: %w", f, err)
+			}
+			fix(s)
+			pt := CalibrationPoint{Factor: f, AcceptedBytesPerNsPerSwitch: s.AcceptedBytesPerNsPerSwitch,
+				TraceExecutionTimeNs: s.TraceExecutionTimeNs, LastIssueNs: s.LastIssueNs, InvariantsOK: s.Invariants.OK}
+			if s.LastIssueNs > 0 {
+				pt.Backlog = s.TraceExecutionTimeNs / s.LastIssueNs
+			}
+			cal.Points[i] = pt
+			return nil
+		}
+	}
+	if err := p.run(jobs); err != nil {
+		return nil, err
+	}
+	for _, pt := range cal.Points {
+		if pt.AcceptedBytesPerNsPerSwitch > cal.SaturationBytesPerNsPerSwitch {
+			cal.SaturationBytesPerNsPerSwitch, cal.SaturationFactor = pt.AcceptedBytesPerNsPerSwitch, pt.Factor
+		}
+	}
+	pick := -1
+	for i, pt := range cal.Points {
+		if pt.AcceptedBytesPerNsPerSwitch >= c.MinUtilisation*cal.SaturationBytesPerNsPerSwitch && pt.Backlog >= c.MinBacklog {
+			pick = i
+			break
+		}
+	}
+	if pick < 0 {
+		return cal, fmt.Errorf("calibration: no factor of %v gives accepted traffic >= %g of saturation (%.4g bytes/ns/switch) with execution time >= %g x the compressed span; extend calibration.factors",
+			fs, c.MinUtilisation, cal.SaturationBytesPerNsPerSwitch, c.MinBacklog)
+	}
+	pt := cal.Points[pick]
+	cal.Chosen, cal.Backlog = pt.Factor, pt.Backlog
+	cal.Utilisation = pt.AcceptedBytesPerNsPerSwitch / cal.SaturationBytesPerNsPerSwitch
+	return cal, nil
+}
+
+func (e *Experiment) runSim(res *Result, p *pool, quick bool) error {
+	res.Rows = make([]RowResult, len(e.Rows))
+	var jobs []func() error
+	for i, r := range e.Rows {
+		cfg, err := e.simConfig(r, quick)
+		if err != nil {
+			return fmt.Errorf("row %q: %w", r.Name, err)
+		}
+		res.Rows[i] = RowResult{Name: r.Name, Group: r.Group, Series: r.Series}
+		if !e.sweep() {
+			jobs = append(jobs, func() error {
+				s, err := nic.RunSim(cfg, nil)
+				res.Rows[i].Summary, res.Rows[i].sim = s, s
+				if err != nil {
+					return fmt.Errorf("row %q: %w", r.Name, err)
+				}
+				return nil
+			})
+			continue
+		}
+		ls := e.loads(r, quick)
+		res.Rows[i].Points = make([]SweepPoint, len(ls))
+		for j, l := range ls {
+			jobs = append(jobs, func() error {
+				c := cfg
+				c.Traffic.Load = l
+				s, err := nic.RunSim(c, nil)
+				res.Rows[i].Points[j] = SweepPoint{Load: l, Summary: s}
+				if err != nil {
+					return fmt.Errorf("row %q at load %g: %w", r.Name, l, err)
+				}
+				return nil
+			})
+		}
+	}
+	return p.run(jobs)
+}
+
+// InvariantsOK reports whether every run of the result kept its
+// invariants, with the failures named.
+func (r *Result) InvariantsOK() (bool, []string) {
+	var bad []string
+	for _, row := range r.Rows {
+		switch {
+		case row.replay != nil && !row.replay.Invariants.OK:
+			bad = append(bad, fmt.Sprintf("%s: %v", row.Name, row.replay.Invariants.Violations))
+		case row.sim != nil && !row.sim.Invariants.OK:
+			bad = append(bad, fmt.Sprintf("%s: %v", row.Name, row.sim.Invariants.Violations))
+		}
+		for _, pt := range row.Points {
+			if pt.Summary != nil && !pt.Summary.Invariants.OK {
+				bad = append(bad, fmt.Sprintf("%s at load %g: %v", row.Name, pt.Load, pt.Summary.Invariants.Violations))
+			}
+		}
+	}
+	if c := r.Calibration; c != nil {
+		for _, pt := range c.Points {
+			if !pt.InvariantsOK {
+				bad = append(bad, fmt.Sprintf("calibration at compression %g", pt.Factor))
+			}
+		}
+	}
+	return len(bad) == 0, bad
+}
