@@ -149,6 +149,12 @@ func Presets() []Preset {
 				c.Fabric.InputBuffer = 4 * 2304
 				c.Fabric.OutputBuffer = 4 * 2304
 			})},
+		{"tap-pair-10g", "two switches joined by one link, 2 hosts each, 10 Gb/s links, 4096-byte MTU, 64 KB buffers: a fast fabric for live TAP traffic (one path)",
+			"fabemu daemon tests and benchmark (docs/daemon.md)",
+			tapFabric(with(base(), func(c *SimConfig) { c.Topology = meshNet([]int{2}, 2) }))},
+		{"tap-square-10g", "2x2 mesh, 2 hosts per switch, 10 Gb/s links, 4096-byte MTU, 64 KB buffers: two minimal paths between opposite corners, for adaptive routing with live TAP traffic",
+			"fabemu daemon tests (docs/daemon.md)",
+			tapFabric(with(base(), func(c *SimConfig) { c.Topology = meshNet([]int{2, 2}, 2) }))},
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
 	return ps
@@ -164,4 +170,26 @@ func LookupPreset(name string) (SimConfig, error) {
 		names = append(names, p.Name)
 	}
 	return SimConfig{}, fmt.Errorf("unknown preset %q; presets: %s", name, strings.Join(names, ", "))
+}
+
+func meshNet(k []int, hosts int) topo.Config {
+	t := topo.DefaultConfig(topo.KindMesh)
+	t.K, t.HostsPerSwitch, t.Ports = k, hosts, 0
+	return t
+}
+
+// tapFabric sets a fabric fast enough to carry live TAP traffic: 10 Gb/s
+// links without line-code overhead, the largest InfiniBand MTU (a 1514-byte
+// Ethernet frame is one packet) and buffers of several such packets.
+func tapFabric(c SimConfig) SimConfig {
+	c.Fabric.LinkRate = 10_000_000_000
+	c.Fabric.LineCoding = "none"
+	c.Fabric.LinkLength = 2
+	c.Fabric.InputBuffer = 64 * 1024
+	c.Fabric.OutputBuffer = 64 * 1024
+	c.Fabric.NICBuffer = 64 * 1024
+	c.NIC.MTU = 4096
+	c.Traffic.Sizes = "4096"
+	c.Traffic.Load = 0.05
+	return c
 }

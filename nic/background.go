@@ -1,0 +1,35 @@
+package nic
+
+import (
+	"fmt"
+
+	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/nic/traffic"
+)
+
+// StartBackground drives only the listed hosts with the synthetic workload
+// c until end (des.Never for no end), so that live traffic on the other
+// hosts (TAP devices) meets realistic congestion. Destinations follow the
+// pattern over all hosts, so background messages also reach the live
+// hosts' links. Messages carry no Tag and no Done callback.
+func StartBackground(nw *Network, eng *des.Engine, c TrafficConfig, link traffic.Link, seed uint64, hosts []int, end des.Time) error {
+	s, err := newSynth(nw, eng, c, link, seed, end)
+	if err != nil {
+		return err
+	}
+	for _, h := range hosts {
+		if h < 0 || h >= nw.Hosts() {
+			return fmt.Errorf("background: host %d outside 0..%d", h, nw.Hosts()-1)
+		}
+	}
+	now := int64(eng.Now())
+	for _, h := range hosts {
+		if s.pattern.Silent(h) {
+			continue
+		}
+		if t := s.procs[h].First(now, s.rngs[h]); t < int64(end) {
+			eng.Schedule(des.Time(t), s, 0, int32(h), nil)
+		}
+	}
+	return nil
+}

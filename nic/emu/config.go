@@ -1,0 +1,296 @@
+package emu
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/fabemu/fabemu/internal/params"
+	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/nic/tap"
+	"gopkg.in/yaml.v3"
+)
+
+// Duration is a wall-clock duration in Go syntax ("500ms", "2s") in config
+// files.
+type Duration time.Duration
+
+// UnmarshalText parses Go duration syntax.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes Go duration syntax.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalYAML parses a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a duration such as 500ms", n.Line)
+	}
+	if err := d.UnmarshalText([]byte(n.Value)); err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	return nil
+}
+
+// TAPConfig is one TAP device attached to a fabric host.
+type TAPConfig struct {
+	Name string `yaml:"name" doc:"interface name (at most 15 bytes)"`
+	MAC  string `yaml:"mac" doc:"hardware address, e.g. 02:fa:be:00:00:01; empty = the kernel's random one"`
+	MTU  int    `yaml:"mtu" unit:"bytes" doc:"device MTU; 0 = 1500"`
+	// Host is the fabric host the device is attached to; nil spreads the
+	// devices evenly over the hosts.
+	Host  *int     `yaml:"host" doc:"fabric host index the device attaches to; absent = spread the devices evenly over the hosts"`
+	Netns string   `yaml:"netns" doc:"network namespace to move the device into (created if absent); empty = the daemon's"`
+	Addrs []string `yaml:"addrs" doc:"addresses with prefix length to configure, e.g. 10.250.0.1/24, fd00:fab::1/64"`
+	// OwnNetns makes the daemon own Netns: a namespace of that name left by
+	// a crashed run is deleted and recreated, and the namespace is deleted
+	// on exit.
+	OwnNetns bool `yaml:"own_netns" doc:"the daemon owns netns: reclaims a stale one on start and deletes it on exit"`
+	Owner    int  `yaml:"owner" doc:"uid allowed to attach to the device without CAP_NET_ADMIN (a QEMU user); 0 = root"`
+	Persist  bool `yaml:"persist" doc:"create the device persistent so that another process (QEMU) can attach to it"`
+}
+
+// ModelConfig selects the fabric: a preset, overridden by --set style
+// assignments, and the delivery mode.
+type ModelConfig struct {
+	Preset string   `yaml:"preset" doc:"named fabric configuration (fabemu sim --list-presets)"`
+	Set    []string `yaml:"set" doc:"overrides of preset fields, e.g. fabric.link_rate=10Gbps"`
+	// Delivery, Reorder and Injection are nic.delivery's mode, reorder
+	// memory and injection policy (empty = the preset's).
+	Delivery  string `yaml:"delivery" doc:"deterministic, adaptive-ooo or adaptive-inorder; empty = follow the preset's routing"`
+	Reorder   string `yaml:"reorder" doc:"rearrangement memory per NIC for adaptive-inorder (e.g. dynamic:256KiB,cap=128KiB)"`
+	Injection string `yaml:"injection" doc:"injection policy for adaptive-inorder: unlimited, li or lw"`
+}
+
+// BackgroundConfig is synthetic load on the hosts without a TAP device.
+type BackgroundConfig struct {
+	Enabled bool              `yaml:"enabled" doc:"drive the hosts without a TAP device with synthetic traffic"`
+	Traffic nic.TrafficConfig `yaml:"traffic"`
+	Seed    uint64            `yaml:"seed" doc:"seed of the background traffic"`
+}
+
+// PacingConfig is how the model follows the wall clock.
+type PacingConfig struct {
+	Dilation     float64  `yaml:"dilation" doc:"wall seconds per simulated second: 1 = real time, 10 = the fabric runs ten times slower than the wall clock"`
+	LagThreshold Duration `yaml:"lag_threshold" unit:"time" doc:"lag above which a one-second interval is marked not real-time valid"`
+	Spin         Duration `yaml:"spin" unit:"time" doc:"poll instead of sleeping when the next event is this close (lower latency, more CPU)"`
+}
+
+// RunConfig is the configuration of the daemon (fabemu run).
+type RunConfig struct {
+	Model      ModelConfig      `yaml:"model"`
+	TAPs       []TAPConfig      `yaml:"taps"`
+	Background BackgroundConfig `yaml:"background"`
+	Pacing     PacingConfig     `yaml:"pacing"`
+	// AdmitBytes bounds the bytes a TAP host may have in the fabric (read
+	// but not yet delivered); past it the daemon stops reading that device.
+	AdmitBytes int `yaml:"admit_bytes" unit:"bytes" doc:"bytes a TAP host may have in the fabric before the daemon stops reading its device (backpressure)"`
+	// TxQueue is each device's writer queue in frames.
+	TxQueue      int      `yaml:"tx_queue" unit:"frames" doc:"writer queue of each device; a frame delivered to a full queue is counted and refused"`
+	DrainTimeout Duration `yaml:"drain_timeout" unit:"time" doc:"on SIGTERM/SIGINT, how long to let frames in the fabric reach their devices"`
+	API          struct {
+		Socket string `yaml:"socket" doc:"unix socket of the control API (mode 0600); empty = none"`
+	} `yaml:"api"`
+	Metrics struct {
+		Enabled bool `yaml:"enabled" doc:"serve Prometheus metrics on 127.0.0.1"`
+		Port    int  `yaml:"port" doc:"TCP port of the metrics endpoint on 127.0.0.1 (0 = any free port)"`
+	} `yaml:"metrics"`
+	Log struct {
+		Format string `yaml:"format" doc:"json or console"`
+		Level  string `yaml:"level" doc:"debug, info, warn or error"`
+	} `yaml:"log"`
+}
+
+// Defaults of RunConfig.
+const (
+	DefaultSocket      = "/run/fabemu/fabemu.sock"
+	DefaultMetricsPort = 9464
+	DefaultPreset      = "torus8x8-dor"
+)
+
+// DefaultRunConfig is the daemon's configuration before the file.
+func DefaultRunConfig() RunConfig {
+	var c RunConfig
+	c.Model.Preset = DefaultPreset
+	c.Background.Traffic = nic.DefaultTrafficConfig()
+	c.Background.Traffic.Load = 0.01
+	c.Background.Traffic.Sizes = "4096" // few large messages: cheap to simulate in real time
+	c.Background.Seed = 1
+	c.Pacing = PacingConfig{Dilation: 1, LagThreshold: Duration(time.Millisecond), Spin: Duration(20 * time.Microsecond)}
+	c.AdmitBytes = 256 * 1024
+	c.TxQueue = 1024
+	c.DrainTimeout = Duration(2 * time.Second)
+	c.API.Socket = DefaultSocket
+	c.Metrics.Enabled = true
+	c.Metrics.Port = DefaultMetricsPort
+	c.Log.Format = "console"
+	c.Log.Level = "info"
+	return c
+}
+
+// LoadRunConfig reads a daemon config file on top of the defaults. Errors
+// name the file and line.
+func LoadRunConfig(path string) (RunConfig, error) {
+	c := DefaultRunConfig()
+	if err := params.LoadYAML(path, &c); err != nil {
+		return c, err
+	}
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ResolveModel resolves the fabric configuration: the preset, the --set style
+// overrides, then the delivery fields.
+func (c *RunConfig) ResolveModel() (nic.SimConfig, error) {
+	sc, err := nic.LookupPreset(c.Model.Preset)
+	if err != nil {
+		return sc, fmt.Errorf("model.preset: %w", err)
+	}
+	for _, s := range c.Model.Set {
+		if err := params.Set(&sc, s); err != nil {
+			return sc, fmt.Errorf("model.set: %w", err)
+		}
+	}
+	d := &sc.NIC.Delivery
+	if c.Model.Delivery != "" {
+		m, err := nic.ParseDeliveryMode(c.Model.Delivery)
+		if err != nil {
+			return sc, fmt.Errorf("model.delivery: %w", err)
+		}
+		d.Mode = m
+	}
+	if c.Model.Reorder != "" {
+		d.Reorder = c.Model.Reorder
+	}
+	if c.Model.Injection != "" {
+		if err := params.Set(&sc, "nic.delivery.injection.policy="+c.Model.Injection); err != nil {
+			return sc, fmt.Errorf("model.injection: %w", err)
+		}
+	}
+	if c.Background.Enabled {
+		sc.Traffic = c.Background.Traffic
+	}
+	sc.Run.Duration = 1 // not used by the daemon; keeps Validate happy
+	if err := sc.Validate(); err != nil {
+		return sc, err
+	}
+	return sc, nil
+}
+
+// Validate checks the configuration on its own (the fabric parts are
+// checked by ResolveModel).
+func (c *RunConfig) Validate() error {
+	var errs []error
+	if len(c.TAPs) == 0 {
+		errs = append(errs, errors.New("taps: at least one TAP device is needed"))
+	}
+	names := map[string]bool{}
+	for i, t := range c.TAPs {
+		where := fmt.Sprintf("taps[%d]", i)
+		if t.Name == "" {
+			errs = append(errs, fmt.Errorf("%s: name is empty", where))
+		} else if names[t.Name] {
+			errs = append(errs, fmt.Errorf("%s: name %q used twice", where, t.Name))
+		}
+		names[t.Name] = true
+		if _, err := t.tapConfig(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+		}
+		if t.Host != nil && *t.Host < 0 {
+			errs = append(errs, fmt.Errorf("%s: host %d: want a host index (0 or more)", where, *t.Host))
+		}
+		if t.OwnNetns && t.Netns == "" {
+			errs = append(errs, fmt.Errorf("%s: own_netns needs netns", where))
+		}
+	}
+	if c.Pacing.Dilation <= 0 || c.Pacing.Dilation > 1e6 {
+		errs = append(errs, fmt.Errorf("pacing.dilation %g: want 0 < dilation <= 1e6", c.Pacing.Dilation))
+	}
+	if c.Pacing.LagThreshold <= 0 || c.Pacing.Spin < 0 {
+		errs = append(errs, errors.New("pacing: lag_threshold must be positive and spin not negative"))
+	}
+	if c.AdmitBytes < 65536 {
+		errs = append(errs, fmt.Errorf("admit_bytes %d: want at least 65536 (one largest frame)", c.AdmitBytes))
+	}
+	if c.TxQueue < 1 || c.TxQueue > 1<<20 {
+		errs = append(errs, fmt.Errorf("tx_queue %d: want 1..1048576", c.TxQueue))
+	}
+	if c.DrainTimeout < 0 {
+		errs = append(errs, errors.New("drain_timeout must not be negative"))
+	}
+	if c.Metrics.Port < 0 || c.Metrics.Port > 65535 {
+		errs = append(errs, fmt.Errorf("metrics.port %d: want 0..65535", c.Metrics.Port))
+	}
+	switch c.Log.Format {
+	case "json", "console":
+	default:
+		errs = append(errs, fmt.Errorf("log.format %q: want json or console", c.Log.Format))
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log.level %q: want debug, info, warn or error", c.Log.Level))
+	}
+	return errors.Join(errs...)
+}
+
+// tapConfig turns the file's description into the tap package's config.
+func (t TAPConfig) tapConfig() (tap.Config, error) {
+	tc := tap.Config{Name: t.Name, MTU: t.MTU, Netns: t.Netns, Persist: t.Persist, Owner: uint32(max(t.Owner, 0))}
+	if t.MAC != "" {
+		mac, err := net.ParseMAC(t.MAC)
+		if err != nil || len(mac) != 6 {
+			return tc, fmt.Errorf("mac %q: want six hex bytes such as 02:fa:be:00:00:01", t.MAC)
+		}
+		if mac[0]&1 != 0 {
+			return tc, fmt.Errorf("mac %q is a multicast address", t.MAC)
+		}
+		tc.MAC = mac
+	}
+	for _, a := range t.Addrs {
+		p, err := netip.ParsePrefix(strings.TrimSpace(a))
+		if err != nil {
+			return tc, fmt.Errorf("addrs: %q: want an address with prefix length such as 10.250.0.1/24", a)
+		}
+		tc.Addrs = append(tc.Addrs, p)
+	}
+	if t.MTU != 0 && (t.MTU < tap.MinMTU || t.MTU > tap.MaxMTU) {
+		return tc, fmt.Errorf("mtu %d: want %d..%d", t.MTU, tap.MinMTU, tap.MaxMTU)
+	}
+	if len(t.Name) > tap.MaxNameLen || strings.ContainsAny(t.Name, "%/: \t\n\x00") {
+		return tc, fmt.Errorf("name %q: at most %d bytes, no '%%', '/', ':' or spaces", t.Name, tap.MaxNameLen)
+	}
+	return tc, nil
+}
+
+// DemoConfig is the configuration of fabemu run --demo n: n namespaces
+// fabemu-h0.. with a TAP each, 10.250.0.<i+1>/24 and fd00:fab::<i+1>/64,
+// on the default preset.
+func DemoConfig(n int) (RunConfig, error) {
+	if n < 2 || n > 250 {
+		return RunConfig{}, fmt.Errorf("--demo %d: want 2..250 hosts", n)
+	}
+	c := DefaultRunConfig()
+	for i := 0; i < n; i++ {
+		c.TAPs = append(c.TAPs, TAPConfig{
+			Name:     fmt.Sprintf("fabemu%d", i),
+			MAC:      fmt.Sprintf("02:fa:be:00:%02x:%02x", i>>8, i&0xff+1),
+			Netns:    fmt.Sprintf("fabemu-h%d", i),
+			OwnNetns: true,
+			Addrs:    []string{fmt.Sprintf("10.250.0.%d/24", i+1), fmt.Sprintf("fd00:fab::%x/64", i+1)},
+		})
+	}
+	return c, c.Validate()
+}

@@ -1,0 +1,463 @@
+// Package emu is the emulation core of the fabemu daemon: it joins TAP
+// devices (nic/tap) to a fabric model (nic.Session) paced by the wall clock
+// (des.Pacer).
+//
+// It owns:
+//   - the host table: which fabric host each TAP device is attached to, and
+//     which TAP owns each MAC address (from the devices' own MACs and learnt
+//     from the source address of every frame);
+//   - the frame path: a frame read from a TAP becomes one fabric message per
+//     destination (Ethernet unicast to the TAP owning the MAC; broadcast and
+//     multicast replicated to every other TAP; unknown unicast counted and
+//     dropped at the boundary), segmented by the NIC at the fabric MTU and
+//     reassembled at the destination NIC (a message is one frame; its Tag
+//     carries the frame), then written to the destination device by that
+//     device's only writer, so the daemon never reorders a flow itself;
+//   - backpressure: each TAP host may have a bounded number of bytes in the
+//     fabric; past it, its forwarder stops taking frames from the device,
+//     whose reader then stops reading (the kernel's TAP queue applies);
+//   - ground-truth order: frames are numbered per (source TAP, destination
+//     TAP) stream at ingress (metadata, never written into the frame), and
+//     their order at egress is measured with reorder.OrderMeter (RFC 4737,
+//     RFC 5236); the NIC's own packet-level meters give the order before
+//     and after rearrangement;
+//   - background load: synthetic traffic on the hosts without a TAP;
+//   - the daemon's configuration (RunConfig), its status (Status), the
+//     control API's HTTP handler and the Prometheus collector.
+//
+// Every model call happens on the pacer's loop goroutine; TAP readers and
+// forwarders only push into bounded channels.
+package emu
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/internal/hist"
+	"github.com/fabemu/fabemu/internal/netnsutil"
+	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/nic/ether"
+	"github.com/fabemu/fabemu/nic/tap"
+	"github.com/fabemu/fabemu/reorder"
+	"go.uber.org/zap"
+)
+
+// rxQueue is the bound of each device's inbound channel, in frames.
+const rxQueue = 64
+
+// port is one TAP device attached to a fabric host.
+type port struct {
+	idx  int
+	host int
+	cfg  TAPConfig
+	dev  *tap.Device
+	rx   chan *tap.Frame
+
+	// admission gate: bytes read and not yet delivered everywhere.
+	mu          sync.Mutex
+	cond        *sync.Cond
+	outstanding int
+	stalls      atomic.Uint64
+
+	// loop-owned counters
+	toFabric, toFabricBytes uint64
+	unknownUnicast, toSelf  uint64
+	delivered, writeRefused uint64
+}
+
+// frameRef is a frame read from a TAP and the copies of it in the fabric.
+type frameRef struct {
+	f    *tap.Frame
+	src  *port
+	cost int
+	refs int
+}
+
+// copyTag is the Tag of one message: a copy of a frame for one destination.
+type copyTag struct {
+	ref *frameRef
+	dst *port
+	st  *stream
+	seq uint64
+}
+
+// stream is the ground truth of one (source TAP, destination TAP) stream.
+type stream struct {
+	src, dst *port
+	next     uint64
+	frames   uint64
+	bytes    uint64
+	latency  hist.Hist // ps, ingress to delivery at the destination NIC
+	meter    *reorder.OrderMeter
+}
+
+// Emulator is the running daemon core.
+type Emulator struct {
+	cfg   RunConfig
+	model nic.SimConfig
+	log   *zap.Logger
+	sess  *nic.Session
+	pacer *des.Pacer
+	ports []*port
+	start time.Time
+
+	macs    map[ether.MAC]*port // loop-owned
+	streams map[[2]int]*stream  // loop-owned
+	order   []*stream           // streams in creation order
+	doneFn  func(*nic.Message, des.Time)
+
+	background []int
+	quitting   atomic.Bool
+	quit       chan struct{}
+	fwd        sync.WaitGroup
+	loopErr    chan error
+	closeOnce  sync.Once
+	closeErr   error
+}
+
+// New builds the model and creates the TAP devices (reclaiming stale ones
+// of the same names). Nothing runs until Start. On error, everything it
+// created is removed.
+func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	model, err := cfg.ResolveModel()
+	if err != nil {
+		return nil, err
+	}
+	sess, err := nic.NewSession(model.Topology, model.Routing, model.Fabric, model.NIC, 0, des.Never, des.Second)
+	if err != nil {
+		return nil, err
+	}
+	n := sess.Topo.NumHosts()
+	e := &Emulator{cfg: cfg, model: model, log: log, sess: sess,
+		macs: map[ether.MAC]*port{}, streams: map[[2]int]*stream{},
+		quit: make(chan struct{}), loopErr: make(chan error, 1)}
+	e.doneFn = e.delivered
+	used := map[int]string{}
+	for i, tc := range cfg.TAPs {
+		h := i * n / len(cfg.TAPs)
+		if tc.Host != nil {
+			h = *tc.Host
+		}
+		if h >= n {
+			return nil, fmt.Errorf("taps[%d] %s: host %d: the fabric has hosts 0..%d", i, tc.Name, h, n-1)
+		}
+		if other, ok := used[h]; ok {
+			return nil, fmt.Errorf("taps[%d] %s: host %d already has TAP %s", i, tc.Name, h, other)
+		}
+		used[h] = tc.Name
+		p := &port{idx: i, host: h, cfg: tc, rx: make(chan *tap.Frame, rxQueue)}
+		p.cond = sync.NewCond(&p.mu)
+		e.ports = append(e.ports, p)
+	}
+	if cfg.Background.Enabled {
+		for h := 0; h < n; h++ {
+			if _, ok := used[h]; !ok {
+				e.background = append(e.background, h)
+			}
+		}
+		if err := nic.StartBackground(sess.Net, sess.Eng, model.Traffic, nic.HostLink(model.Fabric, model.NIC),
+			cfg.Background.Seed, e.background, des.Never); err != nil {
+			return nil, fmt.Errorf("background: %w", err)
+		}
+	}
+	// Devices last: they are the side effects.
+	for _, p := range e.ports {
+		tc, _ := p.cfg.tapConfig()
+		tc.TxQueueLen = cfg.TxQueue
+		tc.Logger = log
+		if p.cfg.OwnNetns && netnsutil.Exists(p.cfg.Netns) {
+			log.Warn("reclaiming stale network namespace left by an earlier run", zap.String("netns", p.cfg.Netns))
+			if err := netnsutil.Delete(p.cfg.Netns); err != nil {
+				e.closeDevices()
+				return nil, fmt.Errorf("reclaiming namespace %s: %w", p.cfg.Netns, err)
+			}
+		}
+		d, err := tap.Create(tc)
+		if err != nil {
+			e.closeDevices()
+			return nil, err
+		}
+		p.dev = d
+		e.macs[d.MAC()] = p
+		log.Info("TAP device ready", zap.String("tap", d.Name()), zap.String("netns", d.Netns()),
+			zap.Stringer("mac", d.MAC()), zap.Int("host", p.host), zap.Bool("reclaimed", d.Reclaimed()))
+	}
+	// The pacer maps simulated time zero to now, after the devices are
+	// ready, so that setting them up does not count as lag.
+	e.pacer, err = des.NewPacer(sess.Eng, des.PacerConfig{Dilation: cfg.Pacing.Dilation,
+		LagThreshold: time.Duration(cfg.Pacing.LagThreshold), Spin: time.Duration(cfg.Pacing.Spin)})
+	if err != nil {
+		e.closeDevices()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Start runs the pacer loop and starts every device's reader, writer and
+// forwarder.
+func (e *Emulator) Start() error {
+	e.start = time.Now()
+	go func() { e.loopErr <- e.pacer.Run() }()
+	for _, p := range e.ports {
+		if err := p.dev.Start(p.rx); err != nil {
+			return err
+		}
+		e.fwd.Add(1)
+		go e.forward(p)
+	}
+	return nil
+}
+
+// forward moves frames from a device's inbound channel into the pacer, as
+// long as the device's host has room in the fabric.
+func (e *Emulator) forward(p *port) {
+	defer e.fwd.Done()
+	for {
+		var f *tap.Frame
+		select {
+		case f = <-p.rx:
+		case <-e.quit:
+			return
+		}
+		cost := len(f.Data)
+		if !e.acquire(p, cost) {
+			f.Release()
+			return
+		}
+		err := e.pacer.Submit(des.Input{At: f.At, Fn: func(at des.Time) { e.ingress(p, f, cost, at) }})
+		if err != nil {
+			e.release(p, cost)
+			f.Release()
+			return
+		}
+	}
+}
+
+// acquire waits until p's host may put cost more bytes into the fabric;
+// false if the emulator is stopping.
+func (e *Emulator) acquire(p *port, cost int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	stalled := false
+	for p.outstanding > 0 && p.outstanding+cost > e.cfg.AdmitBytes && !e.quitting.Load() {
+		if !stalled {
+			p.stalls.Add(1)
+			stalled = true
+		}
+		p.cond.Wait()
+	}
+	if e.quitting.Load() {
+		return false
+	}
+	p.outstanding += cost
+	return true
+}
+
+func (e *Emulator) release(p *port, cost int) {
+	p.mu.Lock()
+	p.outstanding -= cost
+	p.mu.Unlock()
+	p.cond.Signal()
+}
+
+// ingress turns a frame into one message per destination (loop goroutine).
+func (e *Emulator) ingress(p *port, f *tap.Frame, cost int, at des.Time) {
+	h := &f.Header
+	if !h.Src.IsMulticast() {
+		e.macs[h.Src] = p
+	}
+	ref := &frameRef{f: f, src: p, cost: cost}
+	if h.Class() == ether.Unicast {
+		q, ok := e.macs[h.Dst]
+		switch {
+		case !ok:
+			p.unknownUnicast++
+		case q == p:
+			p.toSelf++
+		default:
+			e.sendCopy(ref, q, at)
+		}
+	} else {
+		for _, q := range e.ports {
+			if q != p {
+				e.sendCopy(ref, q, at)
+			}
+		}
+	}
+	if ref.refs == 0 {
+		e.finish(ref)
+	}
+}
+
+func (e *Emulator) stream(p, q *port) *stream {
+	k := [2]int{p.idx, q.idx}
+	st := e.streams[k]
+	if st == nil {
+		m, _ := reorder.NewOrderMeter(reorder.MeterConfig{
+			Stream:   fmt.Sprintf("frames %s>%s at TAP egress (numbered at ingress)", p.cfg.Name, q.cfg.Name),
+			TimeUnit: "ps", HistoryWindow: 1024})
+		st = &stream{src: p, dst: q, meter: m}
+		e.streams[k] = st
+		e.order = append(e.order, st)
+	}
+	return st
+}
+
+func (e *Emulator) sendCopy(ref *frameRef, q *port, at des.Time) {
+	p := ref.src
+	st := e.stream(p, q)
+	tag := &copyTag{ref: ref, dst: q, st: st, seq: st.next}
+	st.next++
+	ref.refs++
+	m := e.sess.Net.NewMessage()
+	m.Src, m.Dst, m.Bytes, m.Gen = p.host, q.host, int64(len(ref.f.Data)), at
+	m.Tag, m.Done = tag, e.doneFn
+	p.toFabric++
+	p.toFabricBytes += uint64(len(ref.f.Data))
+	e.sess.Net.Send(m)
+}
+
+// delivered is a message's Done: the whole frame reached the destination
+// host; write it to the destination device (loop goroutine).
+func (e *Emulator) delivered(m *nic.Message, at des.Time) {
+	tag, ok := m.Tag.(*copyTag)
+	if !ok {
+		return
+	}
+	st := tag.st
+	st.frames++
+	st.bytes += uint64(m.Bytes)
+	st.latency.Add(int64(at - m.Gen))
+	st.meter.Observe(tag.seq, int(m.Bytes), int64(at))
+	q := tag.dst
+	nf := q.dev.NewFrame()
+	nf.Data = append(nf.Data, tag.ref.f.Data...)
+	if err := q.dev.Send(nf); err != nil {
+		q.writeRefused++
+	} else {
+		q.delivered++
+	}
+	tag.ref.refs--
+	if tag.ref.refs == 0 {
+		e.finish(tag.ref)
+	}
+}
+
+func (e *Emulator) finish(ref *frameRef) {
+	ref.f.Release()
+	e.release(ref.src, ref.cost)
+}
+
+// Outstanding returns the bytes read from all devices and not yet
+// delivered everywhere.
+func (e *Emulator) Outstanding() int {
+	n := 0
+	for _, p := range e.ports {
+		p.mu.Lock()
+		n += p.outstanding
+		p.mu.Unlock()
+	}
+	return n
+}
+
+// Drain stops reading the devices and waits until every frame in the
+// fabric has been delivered or timeout passed. It reports whether the
+// fabric drained.
+func (e *Emulator) Drain(timeout time.Duration) bool {
+	e.stopReading()
+	deadline := time.Now().Add(timeout)
+	for e.Outstanding() > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
+}
+
+func (e *Emulator) stopReading() {
+	if e.quitting.Swap(true) {
+		return
+	}
+	close(e.quit)
+	for _, p := range e.ports {
+		p.mu.Lock()
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	}
+	e.fwd.Wait()
+}
+
+// Close stops the loop and removes every device (and namespace) the
+// emulator created. It is idempotent.
+func (e *Emulator) Close() error {
+	e.closeOnce.Do(func() {
+		e.stopReading()
+		e.pacer.Stop()
+		if e.start != (time.Time{}) {
+			<-e.pacer.Done()
+		}
+		e.closeErr = e.closeDevices()
+	})
+	return e.closeErr
+}
+
+func (e *Emulator) closeDevices() error {
+	var errs []error
+	for _, p := range e.ports {
+		if p.dev == nil {
+			continue
+		}
+		if err := p.dev.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		for {
+			select {
+			case f := <-p.rx:
+				f.Release()
+				continue
+			default:
+			}
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Devices returns the names of the TAP devices, in config order.
+func (e *Emulator) Devices() []string {
+	var out []string
+	for _, p := range e.ports {
+		out = append(out, p.cfg.Name)
+	}
+	return out
+}
+
+// Model returns the resolved fabric configuration.
+func (e *Emulator) Model() nic.SimConfig { return e.model }
+
+// Pacer returns the pacer (for its statistics).
+func (e *Emulator) Pacer() *des.Pacer { return e.pacer }
+
+// sortedStreams returns the streams by (source, destination).
+func (e *Emulator) sortedStreams() []*stream {
+	out := slices.Clone(e.order)
+	slices.SortFunc(out, func(a, b *stream) int {
+		if a.src.idx != b.src.idx {
+			return a.src.idx - b.src.idx
+		}
+		return a.dst.idx - b.dst.idx
+	})
+	return out
+}

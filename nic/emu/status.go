@@ -1,0 +1,145 @@
+package emu
+
+import (
+	"time"
+
+	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/internal/hist"
+	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/nic/tap"
+	"github.com/fabemu/fabemu/reorder"
+)
+
+// StatusSchema versions the JSON of the control API.
+const StatusSchema = "fabemu.status/v1"
+
+// Status is what the control API reports: the daemon, the pacing, every
+// TAP host and every connection between TAP hosts. Latencies are in ns.
+type Status struct {
+	Schema        string  `json:"schema"`
+	UptimeSeconds float64 `json:"uptime_seconds"`
+	Preset        string  `json:"preset"`
+	Topology      string  `json:"topology"`
+	Delivery      string  `json:"delivery"`
+	Routing       string  `json:"routing"`
+	// BackgroundHosts are the hosts running synthetic load (none if off).
+	BackgroundHosts int            `json:"background_hosts"`
+	Pacer           des.PacerStats `json:"pacer"`
+	Fabric          FabricStatus   `json:"fabric"`
+	Hosts           []HostStatus   `json:"hosts"`
+	Connections     []ConnStatus   `json:"connections"`
+	// NIC holds the NICs' own packet-level figures: order at NIC arrival
+	// (before rearrangement) and after it, rearrangement memory, waste.
+	NIC nic.DeliveryReport `json:"nic"`
+}
+
+// FabricStatus is the fabric-wide traffic since the start.
+type FabricStatus struct {
+	SimSeconds       float64      `json:"sim_seconds"`
+	DeliveredPackets uint64       `json:"delivered_packets"`
+	DeliveredBytes   int64        `json:"delivered_payload_bytes"`
+	AcceptedGbps     float64      `json:"accepted_gbps"` // payload bits per simulated ns
+	LatencyNs        hist.Summary `json:"latency_ns"`    // every packet, generation to delivery
+}
+
+// HostStatus is one TAP host's boundary counters.
+type HostStatus struct {
+	TAP   string `json:"tap"`
+	Netns string `json:"netns,omitempty"`
+	MAC   string `json:"mac"`
+	Host  int    `json:"host"`
+	// Device counters (nic/tap): frames read and written, refusals by cause.
+	FramesIn   uint64            `json:"frames_in"`
+	BytesIn    uint64            `json:"bytes_in"`
+	FramesOut  uint64            `json:"frames_out"`
+	BytesOut   uint64            `json:"bytes_out"`
+	InRefused  map[string]uint64 `json:"in_refused"`
+	OutRefused map[string]uint64 `json:"out_refused"`
+	// ReaderStalls counts how often the device's reader found the
+	// inbound queue full; AdmitStalls how often the host had too many
+	// bytes in the fabric, so reading stopped until some were delivered.
+	ReaderStalls uint64 `json:"reader_stalls"`
+	AdmitStalls  uint64 `json:"admit_stalls"`
+	// ToFabric counts message copies sent into the fabric (a broadcast
+	// frame makes one per other TAP); UnknownUnicast and ToSelf frames
+	// were dropped at the boundary.
+	ToFabric       uint64 `json:"to_fabric"`
+	ToFabricBytes  uint64 `json:"to_fabric_bytes"`
+	UnknownUnicast uint64 `json:"unknown_unicast"`
+	ToSelf         uint64 `json:"to_self"`
+	// Delivered frames handed to this device's writer; WriteRefused those
+	// its writer queue refused (counted by cause in OutRefused).
+	Delivered    uint64 `json:"delivered"`
+	WriteRefused uint64 `json:"write_refused"`
+	Outstanding  int    `json:"outstanding_bytes"`
+}
+
+// ConnStatus is one (source TAP, destination TAP) stream, measured on
+// ground truth: frames numbered at ingress, order evaluated at egress.
+type ConnStatus struct {
+	Src       string       `json:"src"`
+	Dst       string       `json:"dst"`
+	Frames    uint64       `json:"frames"`
+	Bytes     uint64       `json:"bytes"`
+	LatencyNs hist.Summary `json:"latency_ns"`
+	// Reordered and ReorderedRatio repeat Order's RFC 4737 §4.1 figures.
+	Reordered      uint64              `json:"reordered"`
+	ReorderedRatio float64             `json:"reordered_ratio"`
+	Order          reorder.OrderReport `json:"order"`
+}
+
+// Status collects the status on the loop goroutine. It returns
+// des.ErrPacerStopped once the loop has ended.
+func (e *Emulator) Status() (*Status, error) {
+	var st *Status
+	err := e.pacer.Do(func() { st = e.status() })
+	if err != nil {
+		return nil, err
+	}
+	st.Pacer = e.pacer.Stats()
+	return st, nil
+}
+
+// status runs on the loop goroutine.
+func (e *Emulator) status() *Status {
+	s := e.sess
+	st := &Status{Schema: StatusSchema, UptimeSeconds: time.Since(e.start).Seconds(),
+		Preset: e.cfg.Model.Preset, Topology: s.Topo.Describe(), Delivery: string(s.Net.Mode()),
+		Routing: string(s.Router.Mode()), BackgroundHosts: len(e.background)}
+	now := s.Eng.Now()
+	m := s.Metrics
+	st.Fabric = FabricStatus{SimSeconds: now.Seconds(), DeliveredPackets: m.AllDelivered,
+		DeliveredBytes: m.DelPayload, LatencyNs: m.Latency.Summarize(1000)}
+	if now > 0 {
+		st.Fabric.AcceptedGbps = float64(m.DelPayload) * 8 / now.Nanoseconds()
+	}
+	st.NIC = s.DeliveryReport()
+	for _, p := range e.ports {
+		ds := p.dev.Stats()
+		h := HostStatus{TAP: p.cfg.Name, Netns: p.dev.Netns(), MAC: p.dev.MAC().String(), Host: p.host,
+			FramesIn: ds.FramesIn, BytesIn: ds.BytesIn, FramesOut: ds.FramesOut, BytesOut: ds.BytesOut,
+			InRefused: causes(ds.InRefused), OutRefused: causes(ds.OutRefused),
+			ReaderStalls: ds.Stalls, AdmitStalls: p.stalls.Load(),
+			ToFabric: p.toFabric, ToFabricBytes: p.toFabricBytes, UnknownUnicast: p.unknownUnicast, ToSelf: p.toSelf,
+			Delivered: p.delivered, WriteRefused: p.writeRefused}
+		p.mu.Lock()
+		h.Outstanding = p.outstanding
+		p.mu.Unlock()
+		st.Hosts = append(st.Hosts, h)
+	}
+	for _, sm := range e.sortedStreams() {
+		r := sm.meter.Report()
+		st.Connections = append(st.Connections, ConnStatus{Src: sm.src.cfg.Name, Dst: sm.dst.cfg.Name,
+			Frames: sm.frames, Bytes: sm.bytes, LatencyNs: sm.latency.Summarize(1000),
+			Reordered: r.Reordered, ReorderedRatio: r.ReorderedRatio, Order: r})
+	}
+	return st
+}
+
+func causes(c [tap.NumCauses]uint64) map[string]uint64 {
+	m := map[string]uint64{}
+	for i, v := range c {
+		m[tap.Cause(i).String()] = v
+	}
+	return m
+}
