@@ -226,7 +226,7 @@ func TestTCPTransferEveryDeliveryMode(t *testing.T) {
 			c := pair(t, string(tc.mode[len(tc.mode)-1]), "tap-square-10g", [2]int{0, 6})
 			c.Model.Delivery = tc.mode
 			c.Background.Enabled = tc.background
-						e := start(t, c)
+			e := start(t, c)
 			sent, got, bps := transfer(t, c.TAPs[0].Netns, c.TAPs[1].Netns, "10.251.0.2", size)
 			if sent != got {
 				t.Fatalf("SHA-256 differs: sent %x, received %x", sent, got)

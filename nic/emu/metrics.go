@@ -1,0 +1,108 @@
+package emu
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Collector exports the emulator's status as Prometheus metrics. Each
+// scrape takes one Status snapshot from the loop goroutine.
+type Collector struct {
+	status StatusFunc
+
+	frames, bytes, refused, stalls, boundary         *prometheus.Desc
+	accepted, packets, latency, lag, intervals       *prometheus.Desc
+	invalid, connFrames, connReordered, connRatio    *prometheus.Desc
+	nicRatio, nicRatioAfter, simSeconds, outstanding *prometheus.Desc
+}
+
+// NewCollector returns a collector reading status.
+func NewCollector(status StatusFunc) *Collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("fabemu_"+name, help, labels, nil)
+	}
+	return &Collector{status: status,
+		frames:        d("tap_frames_total", "Frames read from (in) or written to (out) a TAP device.", "tap", "direction"),
+		bytes:         d("tap_bytes_total", "Bytes read from (in) or written to (out) a TAP device.", "tap", "direction"),
+		refused:       d("tap_refused_frames_total", "Frames refused at the TAP boundary, by direction and cause.", "tap", "direction", "cause"),
+		stalls:        d("tap_stalls_total", "Times reading a TAP stopped for backpressure: reader (inbound queue full) or admit (too many bytes in the fabric).", "tap", "kind"),
+		boundary:      d("tap_dropped_frames_total", "Frames dropped at the boundary by the emulator: unknown_unicast or to_self.", "tap", "cause"),
+		outstanding:   d("tap_outstanding_bytes", "Bytes read from a TAP and not yet delivered everywhere.", "tap"),
+		accepted:      d("fabric_delivered_payload_bytes_total", "Payload bytes the fabric delivered to hosts (TAP and background)."),
+		packets:       d("fabric_delivered_packets_total", "Packets the fabric delivered to hosts."),
+		latency:       d("fabric_latency_seconds", "Packet latency from generation to delivery, simulated time.", "quantile"),
+		simSeconds:    d("sim_seconds", "Simulated time reached."),
+		lag:           d("lag_seconds", "How late events ran behind the wall clock.", "quantile"),
+		intervals:     d("realtime_intervals_total", "Finished real-time validity intervals."),
+		invalid:       d("realtime_invalid_intervals_total", "Intervals whose lag exceeded the threshold (not real-time valid)."),
+		connFrames:    d("conn_frames_total", "Frames delivered per TAP-to-TAP stream.", "src", "dst"),
+		connReordered: d("conn_reordered_frames_total", "Frames reordered at TAP egress (RFC 4737 §3), ground truth numbered at ingress.", "src", "dst"),
+		connRatio:     d("conn_reordered_ratio", "RFC 4737 §4.1 reordered ratio of frames at TAP egress.", "src", "dst"),
+		nicRatio:      d("nic_reordered_ratio", "RFC 4737 reordered ratio of packets at NIC arrival (before rearrangement), all streams."),
+		nicRatioAfter: d("nic_reordered_ratio_after_rearrangement", "RFC 4737 reordered ratio of packets delivered to hosts after rearrangement (adaptive-inorder)."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.frames, c.bytes, c.refused, c.stalls, c.boundary, c.outstanding,
+		c.accepted, c.packets, c.latency, c.simSeconds, c.lag, c.intervals, c.invalid,
+		c.connFrames, c.connReordered, c.connRatio, c.nicRatio, c.nicRatioAfter} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	st, err := c.status()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.simSeconds, err)
+		return
+	}
+	counter := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	for _, h := range st.Hosts {
+		counter(c.frames, float64(h.FramesIn), h.TAP, "in")
+		counter(c.frames, float64(h.FramesOut), h.TAP, "out")
+		counter(c.bytes, float64(h.BytesIn), h.TAP, "in")
+		counter(c.bytes, float64(h.BytesOut), h.TAP, "out")
+		for cause, v := range h.InRefused {
+			counter(c.refused, float64(v), h.TAP, "in", cause)
+		}
+		for cause, v := range h.OutRefused {
+			counter(c.refused, float64(v), h.TAP, "out", cause)
+		}
+		counter(c.stalls, float64(h.ReaderStalls), h.TAP, "reader")
+		counter(c.stalls, float64(h.AdmitStalls), h.TAP, "admit")
+		counter(c.boundary, float64(h.UnknownUnicast), h.TAP, "unknown_unicast")
+		counter(c.boundary, float64(h.ToSelf), h.TAP, "to_self")
+		gauge(c.outstanding, float64(h.Outstanding), h.TAP)
+	}
+	counter(c.accepted, float64(st.Fabric.DeliveredBytes))
+	counter(c.packets, float64(st.Fabric.DeliveredPackets))
+	gauge(c.simSeconds, st.Fabric.SimSeconds)
+	for _, q := range []struct {
+		q   string
+		lat float64
+		lag float64
+	}{{"0.5", st.Fabric.LatencyNs.P50, st.Pacer.Lag.P50}, {"0.99", st.Fabric.LatencyNs.P99, st.Pacer.Lag.P99}, {"1", st.Fabric.LatencyNs.Max, st.Pacer.Lag.Max}} {
+		gauge(c.latency, q.lat/1e9, q.q)
+		gauge(c.lag, q.lag/1e9, q.q)
+	}
+	counter(c.intervals, float64(st.Pacer.Intervals))
+	counter(c.invalid, float64(st.Pacer.Invalid))
+	for _, cs := range st.Connections {
+		counter(c.connFrames, float64(cs.Frames), cs.Src, cs.Dst)
+		counter(c.connReordered, float64(cs.Reordered), cs.Src, cs.Dst)
+		gauge(c.connRatio, cs.ReorderedRatio, cs.Src, cs.Dst)
+	}
+	gauge(c.nicRatio, st.NIC.ReorderedRatio)
+	after := 0.0
+	if st.NIC.OrderAfter != nil {
+		after = st.NIC.OrderAfter.ReorderedRatio
+	}
+	gauge(c.nicRatioAfter, after)
+}
