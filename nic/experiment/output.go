@@ -131,6 +131,20 @@ var columns = map[string]column{
 	}},
 }
 
+func (r *Result) firstSim() *nic.Summary {
+	for _, row := range r.Rows {
+		if row.sim != nil {
+			return row.sim
+		}
+		for _, p := range row.Points {
+			if p.Summary != nil {
+				return p.Summary
+			}
+		}
+	}
+	return nil
+}
+
 func (r *Result) baseline() *view {
 	for _, row := range r.Rows {
 		if row.Name == r.Baseline && row.replay != nil {
@@ -210,10 +224,17 @@ func (r *Result) WriteTable(w io.Writer) error {
 			head.Add("network", s.Topology.Describe, "")
 		}
 	}
-	if err := head.Write(w); err != nil {
-		return err
+	if r.Kind == KindSim {
+		if s := r.firstSim(); s != nil {
+			head.Add("run", fmt.Sprintf("%g us measured after %g us of warm-up, seed %d", s.SimTimeNs/1e3, s.WarmupNs/1e3, s.Config.Run.Seed), "per point")
+		}
 	}
-	fmt.Fprintln(w)
+	if len(head.Items) > 0 {
+		if err := head.Write(w); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
 	t := report.Table{Title: e.Name}
 	t.Columns = append(t.Columns, report.Column{Name: "Row", Align: report.AlignLeft})
 	if r.Kind == KindSim && e.sweep() {
