@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fabemu/fabemu/internal/params"
+	"github.com/fabemu/fabemu/nic/emu"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+func init() { register(newRunCmd) }
+
+type runFlags struct {
+	config      string
+	demo        int
+	preset      string
+	sets        []string
+	dl          deliveryFlags
+	socket      string
+	metricsPort int
+	noMetrics   bool
+	logFormat   string
+	logLevel    string
+	dilation    float64
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the daemon: TAP devices whose frames cross the simulated fabric in real time",
+		Long: `Run the fabemu daemon. Every TAP device of the configuration is attached
+to a host of the simulated fabric; every frame an application, namespace or
+VM sends through it crosses the fabric paced by the wall clock and is
+written to the destination TAP. Status is served on a unix socket
+(fabemu stat), metrics on 127.0.0.1, logs on stderr.
+
+--demo N creates N network namespaces fabemu-h0..fabemu-h<N-1> with a TAP
+each (10.250.0.<i+1>/24, fd00:fab::<i+1>/64) on the default preset and
+removes them on exit. SIGTERM or SIGINT stops reading, drains the fabric
+for a bounded time, removes every device and namespace the daemon
+created and exits 0. Needs CAP_NET_ADMIN (and CAP_SYS_ADMIN for
+namespaces).`,
+		Example: `  fabemu run --demo 2
+  fabemu run --config /etc/fabemu/run.yaml --log-format json
+  fabemu run --demo 2 --preset tap-square-10g --delivery adaptive-inorder`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.resolve(cmd)
+			if err != nil {
+				return err
+			}
+			return runDaemon(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, f.demo > 0)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.config, "config", "", "daemon config file (YAML; see docs/daemon.md)")
+	fs.IntVar(&f.demo, "demo", 0, "create N namespaces with a TAP each on the default preset (instead of --config)")
+	fs.StringVar(&f.preset, "preset", "", "fabric preset (overrides model.preset)")
+	fs.StringArrayVar(&f.sets, "set", nil, "override one fabric field, e.g. --set fabric.link_rate=10Gbps (repeatable)")
+	f.dl.register(cmd)
+	fs.StringVar(&f.socket, "socket", "", "control API unix socket (overrides api.socket)")
+	fs.IntVar(&f.metricsPort, "metrics-port", -1, "Prometheus port on 127.0.0.1 (overrides metrics.port; 0 = any free port)")
+	fs.BoolVar(&f.noMetrics, "no-metrics", false, "do not serve Prometheus metrics")
+	fs.StringVar(&f.logFormat, "log-format", "", "json or console (overrides log.format)")
+	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (overrides log.level)")
+	fs.Float64Var(&f.dilation, "dilation", 0, "wall seconds per simulated second (overrides pacing.dilation)")
+	return cmd
+}
+
+// resolve builds the daemon config: the file or the demo, then the flags.
+func (f *runFlags) resolve(cmd *cobra.Command) (emu.RunConfig, error) {
+	var cfg emu.RunConfig
+	var err error
+	switch {
+	case f.config != "" && f.demo > 0:
+		return cfg, errors.New("--config and --demo are exclusive")
+	case f.config != "":
+		cfg = emu.DefaultRunConfig()
+		if err := params.LoadYAML(f.config, &cfg); err != nil {
+			return cfg, err
+		}
+	case cmd.Flags().Changed("demo"):
+		if cfg, err = emu.DemoConfig(f.demo); err != nil {
+			return cfg, err
+		}
+	default:
+		return cfg, errors.New("give --config FILE or --demo N")
+	}
+	fs := cmd.Flags()
+	if f.preset != "" {
+		cfg.Model.Preset = f.preset
+	}
+	cfg.Model.Set = append(cfg.Model.Set, f.sets...)
+	if fs.Changed("delivery") {
+		cfg.Model.Delivery = f.dl.delivery
+	}
+	if fs.Changed("reorder") {
+		cfg.Model.Reorder = f.dl.reorder
+	}
+	if fs.Changed("injection") {
+		cfg.Model.Injection = f.dl.injection
+	}
+	if fs.Changed("socket") {
+		cfg.API.Socket = f.socket
+	}
+	if f.metricsPort >= 0 {
+		cfg.Metrics.Port = f.metricsPort
+	}
+	if f.noMetrics {
+		cfg.Metrics.Enabled = false
+	}
+	if f.logFormat != "" {
+		cfg.Log.Format = f.logFormat
+	}
+	if f.logLevel != "" {
+		cfg.Log.Level = f.logLevel
+	}
+	if f.dilation != 0 {
+		cfg.Pacing.Dilation = f.dilation
+	}
+	where := "config"
+	if f.config != "" {
+		where = f.config
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("%s: %w", where, err)
+	}
+	if _, err := cfg.ResolveModel(); err != nil {
+		return cfg, fmt.Errorf("%s: %w", where, err)
+	}
+	return cfg, nil
+}
+
+func newLogger(cfg emu.RunConfig, w io.Writer) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(cfg.Log.Level)
+	if err != nil {
+		return nil, err
+	}
+	ec := zap.NewProductionEncoderConfig()
+	ec.EncodeTime = zapcore.ISO8601TimeEncoder
+	var enc zapcore.Encoder
+	if cfg.Log.Format == "json" {
+		enc = zapcore.NewJSONEncoder(ec)
+	} else {
+		ec.EncodeLevel = zapcore.CapitalLevelEncoder
+		enc = zapcore.NewConsoleEncoder(ec)
+	}
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), lvl)), nil
+}
+
+// checkPrivileges names the capability the daemon lacks, if any.
+func checkPrivileges(cfg emu.RunConfig) error {
+	caps, err := effectiveCaps()
+	if err != nil {
+		return err
+	}
+	const capNetAdmin, capSysAdmin = 12, 21
+	if caps&(1<<capNetAdmin) == 0 {
+		return errors.New("missing privileges: creating TAP devices needs CAP_NET_ADMIN (run as root or with AmbientCapabilities=CAP_NET_ADMIN)")
+	}
+	for _, t := range cfg.TAPs {
+		if t.Netns != "" && caps&(1<<capSysAdmin) == 0 {
+			return fmt.Errorf("missing privileges: TAP %s uses network namespace %s, which needs CAP_SYS_ADMIN", t.Name, t.Netns)
+		}
+	}
+	f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("missing privileges: cannot open /dev/net/tun: %v", err)
+	}
+	return f.Close()
+}
+
+func effectiveCaps() (uint64, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "CapEff:"); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		}
+	}
+	return 0, errors.New("/proc/self/status has no CapEff line")
+}
+
+// listenAPI opens the control socket with mode 0600, replacing a stale
+// socket file but refusing one a running daemon answers on.
+func listenAPI(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("api socket %s: %w", path, err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("api socket %s: another daemon is running (it answers on the socket)", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("api socket %s: removing a stale socket: %w", path, err)
+		}
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("api socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo bool) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	log, err := newLogger(cfg, errw)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	if err := checkPrivileges(cfg); err != nil {
+		return err
+	}
+	var apiLn net.Listener
+	if cfg.API.Socket != "" {
+		if apiLn, err = listenAPI(cfg.API.Socket); err != nil {
+			return err
+		}
+		defer os.Remove(cfg.API.Socket)
+		defer apiLn.Close()
+	}
+	var metricsLn net.Listener
+	if cfg.Metrics.Enabled {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Metrics.Port))
+		if metricsLn, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("metrics on %s: %w", addr, err)
+		}
+		defer metricsLn.Close()
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	e, err := emu.New(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if err := e.Start(); err != nil {
+		return err
+	}
+	model := e.Model()
+	delivery, routing := model.NIC.Delivery.Effective(model.Routing.Mode)
+	log.Info("fabric running", zap.String("preset", cfg.Model.Preset), zap.String("delivery", string(delivery)), zap.String("routing", string(routing)),
+		zap.String("link_rate", model.Fabric.LinkRate.String()), zap.Float64("dilation", cfg.Pacing.Dilation),
+		zap.Strings("taps", e.Devices()))
+
+	var servers []*http.Server
+	if apiLn != nil {
+		srv := &http.Server{Handler: emu.NewAPIHandler(e.Status), ReadHeaderTimeout: 5 * time.Second}
+		servers = append(servers, srv)
+		go func() { _ = srv.Serve(apiLn) }()
+		log.Info("control API listening", zap.String("socket", cfg.API.Socket))
+	}
+	if metricsLn != nil {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(emu.NewCollector(e.Status))
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		servers = append(servers, srv)
+		go func() { _ = srv.Serve(metricsLn) }()
+		log.Info("metrics listening", zap.String("addr", "http://"+metricsLn.Addr().String()+"/metrics"))
+	}
+	if demo {
+		printDemo(out, cfg)
+	}
+
+	<-ctx.Done()
+	log.Info("stopping: no more frames read; draining the fabric", zap.Duration("timeout", time.Duration(cfg.DrainTimeout)))
+	if !e.Drain(time.Duration(cfg.DrainTimeout)) {
+		log.Warn("drain timed out; frames still in the fabric are dropped", zap.Int("outstanding_bytes", e.Outstanding()))
+	}
+	for _, s := range servers {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = s.Shutdown(sctx)
+		cancel()
+	}
+	if err := e.Close(); err != nil {
+		log.Error("cleanup", zap.Error(err))
+		return err
+	}
+	log.Info("stopped; devices and namespaces removed")
+	return nil
+}
+
+func printDemo(w io.Writer, cfg emu.RunConfig) {
+	fmt.Fprintf(w, "fabemu demo: %d hosts on preset %s\n", len(cfg.TAPs), cfg.Model.Preset)
+	for _, t := range cfg.TAPs {
+		fmt.Fprintf(w, "  %-10s netns %-12s %s\n", t.Name, t.Netns, strings.Join(t.Addrs, " "))
+	}
+	a, b := cfg.TAPs[0], cfg.TAPs[1]
+	ipOf := func(t emu.TAPConfig, i int) string { return strings.SplitN(t.Addrs[i], "/", 2)[0] }
+	fmt.Fprintf(w, `
+Try:
+  ip netns exec %[1]s ping -c 5 %[3]s
+  ip netns exec %[1]s ping -6 -c 5 %[4]s
+  ip netns exec %[2]s iperf3 -s -D
+  ip netns exec %[1]s iperf3 -c %[3]s -t 5
+  fabemu stat --socket %[5]s
+Stop with Ctrl-C (or SIGTERM): the namespaces and devices are removed.
+`, a.Netns, b.Netns, ipOf(b, 0), ipOf(b, 1), cfg.API.Socket)
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/fabemu/fabemu/internal/report"
+	"github.com/fabemu/fabemu/nic/emu"
+	"github.com/fabemu/fabemu/reorder"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newStatCmd) }
+
+func newStatCmd() *cobra.Command {
+	var socket string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stat",
+		Short: "Query a running daemon: pacing, TAP hosts and per-connection order metrics",
+		Long: `Query the control API of a running fabemu daemon (fabemu run) over its
+unix socket and print the status as tables, or as JSON with --json.
+Per connection (source TAP > destination TAP) it shows the frames and the
+RFC 4737 / RFC 5236 order figures measured on ground truth: frames are
+numbered at ingress and their order is evaluated at egress.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			body, err := fetchStatus(cmd.Context(), socket)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				_, err := cmd.OutOrStdout().Write(body)
+				return err
+			}
+			var st emu.Status
+			if err := json.Unmarshal(body, &st); err != nil {
+				return fmt.Errorf("daemon at %s: bad status: %w", socket, err)
+			}
+			return writeStatus(cmd.OutOrStdout(), &st)
+		},
+	}
+	cmd.Flags().StringVar(&socket, "socket", emu.DefaultSocket, "control API unix socket of the daemon")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	return cmd
+}
+
+func fetchStatus(ctx context.Context, socket string) ([]byte, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://fabemu"+emu.PathStatus, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("no daemon answering on %s: %w", socket, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e emu.APIError
+		_ = json.Unmarshal(body, &e)
+		return nil, fmt.Errorf("daemon at %s: %s: %s", socket, resp.Status, e.Error)
+	}
+	return body, nil
+}
+
+func writeStatus(w io.Writer, st *emu.Status) error {
+	p := st.Pacer
+	fmt.Fprintf(w, "fabemu daemon: up %.0f s, preset %s (%s), delivery %s, routing %s, background hosts %d\n",
+		st.UptimeSeconds, st.Preset, st.Topology, st.Delivery, st.Routing, st.BackgroundHosts)
+	fmt.Fprintf(w, "pacing: simulated %.3f s; lag p50 / p99 / max %s / %s / %s us; intervals not real-time valid %d of %d (threshold %v); inputs refused %d\n",
+		st.Fabric.SimSeconds, f3(p.Lag.P50/1e3), f3(p.Lag.P99/1e3), f3(p.Lag.Max/1e3), p.Invalid, p.Intervals, p.LagThreshold, p.InputsRefused)
+	fmt.Fprintf(w, "fabric: %s packets delivered, %.3f Gb/s accepted (payload, simulated time), latency p50 / p99 %s / %s ns\n\n",
+		report.FormatUint(st.Fabric.DeliveredPackets), st.Fabric.AcceptedGbps, f3(st.Fabric.LatencyNs.P50), f3(st.Fabric.LatencyNs.P99))
+
+	hosts := &report.Table{Title: "TAP hosts", Columns: cols("tap", "host", "netns", "frames in", "bytes in", "frames out", "bytes out", "refused in/out", "unknown unicast", "stalls reader/admit")}
+	for _, h := range st.Hosts {
+		hosts.Rows = append(hosts.Rows, []string{h.TAP, fmt.Sprint(h.Host), h.Netns,
+			report.FormatUint(h.FramesIn), report.FormatUint(h.BytesIn), report.FormatUint(h.FramesOut), report.FormatUint(h.BytesOut),
+			fmt.Sprintf("%d/%d", sum(h.InRefused), sum(h.OutRefused)), report.FormatUint(h.UnknownUnicast),
+			fmt.Sprintf("%d/%d", h.ReaderStalls, h.AdmitStalls)})
+	}
+	if err := hosts.Write(w); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	conns := &report.Table{Title: "Connections (frames numbered at ingress, order at egress)", Columns: cols("connection", "frames", "bytes", "latency p50/p99 (ns)", "reordered", "reordered ratio (RFC 4737)", "extent max", "late time max (us)", "displaced share (RFC 5236 RD)")}
+	for _, c := range st.Connections {
+		o := c.Order
+		conns.Rows = append(conns.Rows, []string{c.Src + ">" + c.Dst, report.FormatUint(c.Frames), report.FormatUint(c.Bytes),
+			f3(c.LatencyNs.P50) + "/" + f3(c.LatencyNs.P99), report.FormatUint(c.Reordered), f3(c.ReorderedRatio),
+			fmt.Sprint(o.Extent.Max), f3(float64(o.LateTime.Max) / 1e6), f3(displaced(o.RD.Bins))})
+	}
+	if err := conns.Write(w); err != nil {
+		return err
+	}
+	if st.NIC.Order != nil {
+		fmt.Fprintf(w, "\nNIC packets (all streams, background included): reordered ratio %s at NIC arrival", f3(st.NIC.ReorderedRatio))
+		if st.NIC.OrderAfter != nil {
+			fmt.Fprintf(w, ", %s after rearrangement", f3(st.NIC.OrderAfter.ReorderedRatio))
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+func sum(m map[string]uint64) uint64 {
+	var n uint64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// displaced is the share of RFC 5236 samples with a non-zero displacement.
+func displaced(bins []reorder.Bin) float64 {
+	var f float64
+	for _, b := range bins {
+		if b.Value != 0 {
+			f += b.Fraction
+		}
+	}
+	return f
+}
+
+func cols(names ...string) []report.Column {
+	var c []report.Column
+	for _, n := range names {
+		c = append(c, report.Column{Name: n})
+	}
+	return c
+}
