@@ -96,7 +96,7 @@ func (e *Emulator) Status() (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	st.Pacer = e.pacer.Stats()
+	st.Pacer = e.pacer.Snapshot()
 	return st, nil
 }
 

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fabemu/fabemu/internal/netnsutil"
+	"github.com/fabemu/fabemu/internal/privtest"
+	"github.com/vishvananda/netlink"
+)
+
+// buildBinary builds fabemu into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "fabemu")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// daemonConfig writes a two-TAP config with namespaces the daemon owns.
+func daemonConfig(t *testing.T, dir, id string) (path, sock string, nss []string) {
+	t.Helper()
+	sock = filepath.Join(dir, "api.sock")
+	var b strings.Builder
+	fmt.Fprintf(&b, "model:\n  preset: tap-pair-10g\napi:\n  socket: %s\nmetrics:\n  enabled: false\ndrain_timeout: 500ms\ntaps:\n", sock)
+	for i := 0; i < 2; i++ {
+		ns := fmt.Sprintf("fd-%s-%d", id, i)
+		nss = append(nss, ns)
+		fmt.Fprintf(&b, "  - name: fd%s%d\n    netns: %s\n    own_netns: true\n    addrs: [10.252.0.%d/24]\n", id, i, ns, i+1)
+	}
+	path = filepath.Join(dir, "run.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, sock, nss
+}
+
+type daemon struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+func startDaemon(t *testing.T, bin, cfg, sock string) *daemon {
+	// ready: the API answers (it starts serving once the devices are up).
+	t.Helper()
+	d := &daemon{cmd: exec.Command(bin, "run", "--config", cfg), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	d.cmd.Stderr = d.stderr
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.done <- d.cmd.Wait() }()
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			_ = d.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-d.done:
+			case <-time.After(10 * time.Second):
+				_ = d.cmd.Process.Kill()
+			}
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(sock); err == nil {
+			if exec.Command(bin, "stat", "--socket", sock, "--json").Run() == nil {
+				return d
+			}
+		}
+		select {
+		case err := <-d.done:
+			t.Fatalf("daemon exited: %v\n%s", err, d.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("daemon did not open %s\n%s", sock, d.stderr)
+	return nil
+}
+
+func cleanupNamespaces(t *testing.T, nss []string) {
+	t.Cleanup(func() {
+		for _, ns := range nss {
+			if netnsutil.Exists(ns) {
+				_ = netnsutil.Delete(ns)
+			}
+		}
+	})
+}
+
+func pingOnce(t *testing.T, ns, addr string) {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "exec", ns, "ping", "-n", "-c", "2", "-i", "0.1", "-W", "2", addr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ping %s from %s: %v\n%s", addr, ns, err, out)
+	}
+}
+
+func TestDaemonKill9RestartAndSIGTERMCleanup(t *testing.T) {
+	privtest.Require(t, "TAP devices and network namespaces")
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	id := fmt.Sprint(os.Getpid() % 100000)
+	cfg, sock, nss := daemonConfig(t, dir, id)
+	cleanupNamespaces(t, nss)
+
+	d := startDaemon(t, bin, cfg, sock)
+	pingOnce(t, nss[0], "10.252.0.2")
+	if err := d.cmd.Process.Kill(); err != nil { // kill -9: no cleanup at all
+		t.Fatal(err)
+	}
+	<-d.done
+	if !netnsutil.Exists(nss[0]) {
+		t.Fatalf("namespace %s gone after kill -9; the test expects a stale one", nss[0])
+	}
+
+	// Same config again: the stale namespaces and socket are reclaimed.
+	d = startDaemon(t, bin, cfg, sock)
+	pingOnce(t, nss[0], "10.252.0.2")
+	out, err := exec.Command(bin, "stat", "--socket", sock).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "fd"+id+"0>fd"+id+"1") {
+		t.Fatalf("fabemu stat: %v\n%s", err, out)
+	}
+	t.Logf("fabemu stat after restart:\n%s", out)
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-d.done:
+		if err != nil {
+			t.Fatalf("daemon exit after SIGTERM: %v\n%s", err, d.stderr)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("daemon did not exit within 15 s of SIGTERM")
+	}
+	for _, ns := range nss {
+		if netnsutil.Exists(ns) {
+			t.Errorf("namespace %s left after SIGTERM", ns)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := netlink.LinkByName(fmt.Sprintf("fd%s%d", id, i)); err == nil {
+			t.Errorf("device fd%s%d left after SIGTERM", id, i)
+		}
+	}
+	if _, err := os.Stat(sock); err == nil {
+		t.Error("API socket left after SIGTERM")
+	}
+}
+
+// runErr runs the binary and returns its stderr lines, requiring failure.
+func runErr(t *testing.T, cmd *exec.Cmd) []string {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err == nil {
+		t.Fatalf("%v: exit 0, want failure\n%s", cmd.Args, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	return lines
+}
+
+func TestDaemonClearErrors(t *testing.T) {
+	privtest.Require(t, "TAP devices and bridge links")
+	bin := buildBinary(t)
+	dir := t.TempDir()
+
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("taps:\n  - name: x0\n    mtuu: 1500\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines := runErr(t, exec.Command(bin, "run", "--config", bad))
+	if len(lines) != 1 || !strings.Contains(lines[0], "bad.yaml:3") || !strings.Contains(lines[0], "mtuu") {
+		t.Errorf("malformed config: want one line naming file, line and key, got %q", lines)
+	}
+
+	// A name clash with an existing non-TAP link.
+	name := fmt.Sprintf("fdclash%d", os.Getpid()%10000)
+	if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if l, err := netlink.LinkByName(name); err == nil {
+			_ = netlink.LinkDel(l)
+		}
+	})
+	clash := filepath.Join(dir, "clash.yaml")
+	if err := os.WriteFile(clash, []byte(fmt.Sprintf("model: {preset: tap-pair-10g}\napi: {socket: %s}\nmetrics: {enabled: false}\ntaps:\n  - name: %s\n  - name: %sb\n", filepath.Join(dir, "c.sock"), name, name)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines = runErr(t, exec.Command(bin, "run", "--config", clash, "--log-level", "error"))
+	if len(lines) != 1 || !strings.Contains(lines[0], "name clash") || !strings.Contains(lines[0], "bridge") {
+		t.Errorf("name clash: want one clear line, got %q", lines)
+	}
+	if l, err := netlink.LinkByName(name); err != nil || l.Type() != "bridge" {
+		t.Errorf("the bridge was touched: %v", err)
+	}
+
+	// Missing privileges: run as nobody.
+	nobody := exec.Command(bin, "run", "--demo", "2", "--socket", filepath.Join(dir, "n.sock"), "--no-metrics")
+	nobody.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(filepath.Dir(filepath.Dir(bin)), 0o755)
+	lines = runErr(t, nobody)
+	if len(lines) != 1 || !strings.Contains(lines[0], "missing privileges") || !strings.Contains(lines[0], "CAP_NET_ADMIN") {
+		t.Errorf("missing privileges: want one clear line, got %q", lines)
+	}
+}
