@@ -175,3 +175,22 @@ func (f *Fabric) LinkUtilisation() (mean, max float64) {
 	}
 	return mean / float64(n), max
 }
+
+// InjectionBusy reports whether host h's injection link is sending (a
+// data packet, or credit packets that have not ended yet): local state an
+// injection policy may look at.
+func (f *Fabric) InjectionBusy(h int) bool {
+	o := &f.out[f.hostOut[h]]
+	return o.busy || o.idleAt > f.eng.Now()
+}
+
+// InjectionCredits returns the credits (in blocks) host h's injection
+// link holds on lane vl: the free space of that lane at the first switch's
+// input buffer, as far as the NIC knows.
+func (f *Fabric) InjectionCredits(h, vl int) int {
+	o := &f.out[f.hostOut[h]]
+	if len(o.creditQ) > 0 {
+		f.absorb(o)
+	}
+	return int(o.credits[vl])
+}

@@ -493,17 +493,23 @@ func (d *delivery) liChange(c *sendConn, was bool) {
 	}
 }
 
-// localView answers injection.Local for one NIC. The fabric does not
-// expose its injection link's state to the NIC yet, so those answers are
-// unknown.
+// localView answers injection.Local for one NIC from the fabric's view of
+// its injection link. Free switch buffers and channel transmission-time
+// ratios (for restrictive injection and Trans-t) are not modelled yet, so
+// those answers are unknown.
 type localView struct {
 	d *delivery
 	h *dhost
 }
 
-func (l *localView) Now() int64                       { return int64(l.d.nw.eng.Now()) }
-func (l *localView) InjectionBusy() (bool, bool)      { return false, false }
-func (l *localView) InjectionCredits(int) (int, bool) { return 0, false }
+func (l *localView) Now() int64                  { return int64(l.d.nw.eng.Now()) }
+func (l *localView) InjectionBusy() (bool, bool) { return l.d.nw.fab.InjectionBusy(l.h.h), true }
+func (l *localView) InjectionCredits(vl int) (int, bool) {
+	if vl < 0 || vl >= l.d.nw.fab.Router().NumVLs() {
+		return 0, false
+	}
+	return l.d.nw.fab.InjectionCredits(l.h.h, vl), true
+}
 func (l *localView) FreeBuffers() (int, bool)         { return 0, false }
 func (l *localView) ChannelRatio(int) (float64, bool) { return 0, false }
 func (l *localView) QueuedPackets() int               { return l.h.queued }
