@@ -28,6 +28,9 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// String formats d in Go duration syntax.
+func (d Duration) String() string { return time.Duration(d).String() }
+
 // MarshalText writes Go duration syntax.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 

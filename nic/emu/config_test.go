@@ -1,0 +1,68 @@
+package emu
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRunConfigValidate(t *testing.T) {
+	good := func() RunConfig { c, _ := DemoConfig(2); return c }
+	neg := -1
+	for _, tc := range []struct {
+		name string
+		mut  func(*RunConfig)
+		want string
+	}{
+		{"ok", func(*RunConfig) {}, ""},
+		{"no taps", func(c *RunConfig) { c.TAPs = nil }, "at least one"},
+		{"dup name", func(c *RunConfig) { c.TAPs[1].Name = c.TAPs[0].Name }, "used twice"},
+		{"bad mac", func(c *RunConfig) { c.TAPs[0].MAC = "zz" }, "mac"},
+		{"multicast mac", func(c *RunConfig) { c.TAPs[0].MAC = "01:00:5e:00:00:01" }, "multicast"},
+		{"bad addr", func(c *RunConfig) { c.TAPs[0].Addrs = []string{"10.0.0.1"} }, "prefix length"},
+		{"long name", func(c *RunConfig) { c.TAPs[0].Name = "abcdefghijklmnop" }, "15 bytes"},
+		{"neg host", func(c *RunConfig) { c.TAPs[0].Host = &neg }, "host -1"},
+		{"own netns without netns", func(c *RunConfig) { c.TAPs[0].Netns = "" }, "own_netns needs netns"},
+		{"dilation", func(c *RunConfig) { c.Pacing.Dilation = 0 }, "dilation"},
+		{"admit", func(c *RunConfig) { c.AdmitBytes = 10 }, "admit_bytes"},
+		{"log", func(c *RunConfig) { c.Log.Format = "xml" }, "log.format"},
+	} {
+		c := good()
+		tc.mut(&c)
+		err := c.Validate()
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want it to mention %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := DemoConfig(1); err == nil {
+		t.Error("DemoConfig(1): no error")
+	}
+}
+
+func TestLoadRunConfig(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "run.yaml")
+	_ = os.WriteFile(p, []byte("taps:\n  - name: t0\n    mac: 02:00:00:00:00:01\npacing: {dilation: 10, lag_threshold: 5ms}\n"), 0o644)
+	c, err := LoadRunConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Pacing.Dilation != 10 || c.Pacing.LagThreshold.String() == "" || c.TAPs[0].Name != "t0" {
+		t.Errorf("%+v", c)
+	}
+	m, err := c.ResolveModel()
+	if err != nil || m.Topology.Kind == "" {
+		t.Errorf("ResolveModel: %v", err)
+	}
+	_ = os.WriteFile(p, []byte("taps:\n  - name: t0\n    macc: x\n"), 0o644)
+	if _, err := LoadRunConfig(p); err == nil || !strings.Contains(err.Error(), "run.yaml:3") {
+		t.Errorf("unknown key: %v", err)
+	}
+}
