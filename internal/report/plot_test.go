@@ -1,0 +1,259 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/plot"
+)
+
+func testSeries(n, points int) []Series {
+	var ss []Series
+	for i := range n {
+		s := Series{Name: fmt.Sprintf("policy %d", i)}
+		for k := range points {
+			x := float64(k) / float64(max(points-1, 1))
+			s.X = append(s.X, x)
+			s.Y = append(s.Y, 800+100*float64(i)+3000*math.Pow(x, 6))
+		}
+		ss = append(ss, s)
+	}
+	return ss
+}
+
+func checkSVG(t *testing.T, path string, wantText ...string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if !strings.HasPrefix(s, "<?xml") && !strings.HasPrefix(s, "<svg") {
+		t.Errorf("%s does not start like SVG: %.40q", path, s)
+	}
+	if !strings.Contains(s, "</svg>") {
+		t.Errorf("%s has no closing </svg>", path)
+	}
+	for _, w := range wantText {
+		if !strings.Contains(s, w) {
+			t.Errorf("%s does not contain %q", path, w)
+		}
+	}
+}
+
+func checkPNG(t *testing.T, path string, w, h int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Fatalf("%s lacks the PNG signature", path)
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Width != w || cfg.Height != h {
+		t.Errorf("%s is %dx%d, want %dx%d", path, cfg.Width, cfg.Height, w, h)
+	}
+}
+
+func TestLinePlot(t *testing.T) {
+	dir := t.TempDir()
+	ss := testSeries(3, 200)
+	svg := filepath.Join(dir, "latency.svg")
+	if err := LinePlot(svg, "Latency vs load", "offered load", "latency p99 (ns)", ss, PlotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	checkSVG(t, svg, "Latency vs load", "latency p99 (ns)", "policy 2", "4,000", svgFontFallback)
+
+	pngPath := filepath.Join(dir, "latency.PNG")
+	if err := LinePlot(pngPath, "Latency vs load", "offered load", "latency (ns)", ss, PlotOptions{LogY: true}); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, pngPath, 800, 500)
+
+	small := filepath.Join(dir, "small.png")
+	if err := LinePlot(small, "", "x", "y", ss, PlotOptions{WidthPx: 400, HeightPx: 300, Legend: LegendNone}); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, small, 400, 300)
+	assertOnly(t, dir, "latency.PNG", "latency.svg", "small.png")
+}
+
+func TestLinePlotVariants(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name   string
+		series []Series
+		opts   PlotOptions
+	}{
+		{"single point", []Series{{Name: "a", X: []float64{1}, Y: []float64{2}}}, PlotOptions{}},
+		{"single point log", []Series{{Name: "a", X: []float64{1}, Y: []float64{2}}}, PlotOptions{LogY: true}},
+		{"flat log", []Series{{X: []float64{1, 2, 3}, Y: []float64{5, 5, 5}}}, PlotOptions{LogY: true}},
+		{"wide log range", []Series{{Name: "a", X: []float64{0, 1, 2}, Y: []float64{1e-3, 1, 1e9}}}, PlotOptions{LogY: true}},
+		{"many series", testSeries(11, 5), PlotOptions{Legend: LegendBottomRight}},
+		{"limits", testSeries(2, 50), PlotOptions{XMin: new(0.5), YMin: new(0.0), YMax: new(5000.0), Legend: LegendTopRight}},
+		{"log limits", testSeries(2, 50), PlotOptions{LogY: true, YMin: new(100.0), Legend: LegendBottomLeft}},
+		{"negative values", []Series{{Name: "d", X: []float64{-3, 0, 3}, Y: []float64{-1e6, 0, 2e6}}}, PlotOptions{}},
+		{"embedded fonts", testSeries(1, 3), PlotOptions{EmbedFonts: true}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, fmt.Sprintf("p%d.svg", i))
+			if err := LinePlot(path, tt.name, "x", "y", tt.series, tt.opts); err != nil {
+				t.Fatal(err)
+			}
+			checkSVG(t, path)
+			if tt.opts.EmbedFonts {
+				checkSVG(t, path, "@font-face")
+			}
+		})
+	}
+}
+
+func TestLinePlotErrors(t *testing.T) {
+	dir := t.TempDir()
+	good := testSeries(1, 3)
+	tests := []struct {
+		name   string
+		file   string
+		series []Series
+		opts   PlotOptions
+		want   string
+	}{
+		{"pdf", "p.pdf", good, PlotOptions{}, `unsupported file extension ".pdf"`},
+		{"no extension", "p", good, PlotOptions{}, `unsupported file extension ""`},
+		{"stdout", "-", good, PlotOptions{}, "unsupported file extension"},
+		{"no series", "p.svg", nil, PlotOptions{}, "no series"},
+		{"empty series", "p.svg", []Series{good[0], {Name: "idle"}}, PlotOptions{}, `series "idle" has no points`},
+		{"length mismatch", "p.svg", []Series{{X: []float64{1, 2}, Y: []float64{1}}}, PlotOptions{}, `series "#1" has 2 x values and 1 y values`},
+		{"NaN y", "p.png", []Series{{Name: "l", X: []float64{1, 2}, Y: []float64{1, math.NaN()}}}, PlotOptions{}, `series "l" point 2 has y = NaN`},
+		{"Inf x", "p.svg", []Series{{Name: "l", X: []float64{math.Inf(1)}, Y: []float64{1}}}, PlotOptions{}, "point 1 has x = +Inf"},
+		{"log of zero", "p.svg", []Series{{Name: "l", X: []float64{1, 2}, Y: []float64{1, 0}}}, PlotOptions{LogY: true}, "log scale needs y > 0"},
+		{"log min", "p.svg", good, PlotOptions{LogY: true, YMin: new(0.0)}, "not positive"},
+		{"inverted limits", "p.svg", good, PlotOptions{XMin: new(2.0), XMax: new(1.0)}, "x axis: minimum 2 is not below maximum 1"},
+		{"NaN limit", "p.svg", good, PlotOptions{YMax: new(math.NaN())}, "y axis: maximum is NaN"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := LinePlot(filepath.Join(dir, tt.file), "t", "x", "y", tt.series, tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+	if err := LinePlot(filepath.Join(dir, "p.svg"), "t", "x", "y", nil, PlotOptions{}); !errors.Is(err, ErrNoData) {
+		t.Errorf("err = %v, want ErrNoData", err)
+	}
+	assertOnly(t, dir)
+}
+
+func TestBarPlot(t *testing.T) {
+	dir := t.TempDir()
+	bars := []Bar{
+		{"torus DOR", 1234567}, {"torus adaptive 256 KB", 987654},
+		{"fat tree", 876543.2}, {"irregular 16 switches", 1.5e6},
+	}
+	svg := filepath.Join(dir, "exec.svg")
+	if err := BarPlot(svg, "Trace execution time", "execution time (ms)", bars, PlotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	checkSVG(t, svg, "Trace execution time", "torus adaptive 256 KB", "1,234,567", "876,543")
+	pngPath := filepath.Join(dir, "exec.png")
+	if err := BarPlot(pngPath, "Trace execution time", "execution time (ms)", bars, PlotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, pngPath, 800, 500)
+
+	for i, bs := range [][]Bar{
+		{{"only", 3}},
+		{{"zero", 0}},
+		{{"up", 3}, {"down", -1.5}},
+		{{"a", 1}, {"b", 2}},
+	} {
+		path := filepath.Join(dir, fmt.Sprintf("b%d.svg", i))
+		if err := BarPlot(path, "", "v", bs, PlotOptions{YMax: new(10.0)}); err != nil {
+			t.Errorf("bars %v: %v", bs, err)
+			continue
+		}
+		checkSVG(t, path)
+	}
+}
+
+func TestBarPlotErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		file string
+		bars []Bar
+		opts PlotOptions
+		want string
+	}{
+		{"extension", "b.jpg", []Bar{{"a", 1}}, PlotOptions{}, "unsupported file extension"},
+		{"no bars", "b.svg", nil, PlotOptions{}, "no bars"},
+		{"NaN", "b.png", []Bar{{"a", 1}, {"b", math.NaN()}}, PlotOptions{}, `bar 2 ("b") has value NaN`},
+		{"log", "b.svg", []Bar{{"a", 1}}, PlotOptions{LogY: true}, "log scale is not supported"},
+		{"limits", "b.svg", []Bar{{"a", 1}}, PlotOptions{YMin: new(5.0), YMax: new(1.0)}, "not below maximum"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := BarPlot(filepath.Join(dir, tt.file), "t", "y", tt.bars, tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+	assertOnly(t, dir)
+}
+
+func TestLogTicks(t *testing.T) {
+	labels := func(ts []plot.Tick) string {
+		var ls []string
+		for _, t := range ts {
+			if t.Label != "" {
+				ls = append(ls, t.Label)
+			}
+		}
+		return strings.Join(ls, " ")
+	}
+	tests := []struct {
+		lo, hi float64
+		want   string
+	}{
+		{1, 100, "1 2 5 10 20 50 100"},
+		{800, 4400, "800 900 1,000 2,000 3,000 4,000"},
+		{1, 1e5, "1 10 100 1,000 10,000 100,000"},
+		{1e-3, 1e9, "0.001 0.1 10 1,000 100,000 10,000,000 1,000,000,000"},
+		// No power-of-ten multiple inside: linear ticks.
+		{1100, 1900, "1,200 1,500 1,800"},
+		{1.1, 1.2, "1.11 1.14 1.17 1.2"},
+		{0, 10, ""},
+	}
+	for _, tt := range tests {
+		got := labels(readableTicks{logTicks{}}.Ticks(tt.lo, tt.hi))
+		if got != tt.want {
+			t.Errorf("logTicks(%v, %v) labels %q, want %q", tt.lo, tt.hi, got, tt.want)
+		}
+	}
+}
+
+func TestReadableTicks(t *testing.T) {
+	ts := readableTicks{plot.DefaultTicks{}}.Ticks(-0.3, 0.3)
+	for _, tk := range ts {
+		if tk.Label == "" {
+			continue
+		}
+		if len(tk.Label) > 5 {
+			t.Errorf("tick %v labelled %q", tk.Value, tk.Label)
+		}
+	}
+}
