@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabemu/fabemu/internal/sharedtest"
+
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/fabric/route"
 	"github.com/fabemu/fabemu/internal/params"
@@ -19,30 +21,8 @@ import (
 	"github.com/fabemu/fabemu/tracefmt/blockgen"
 )
 
-// ajwTrace returns the path of the shared 1992 HP trace, ../shared/traces
-// beside the repository root, or skips the test.
-func ajwTrace(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("skipping: repository root (go.mod) not found")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "traces", "ajw.1week.srt")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("skipping: shared trace ../shared/traces/ajw.1week.srt not found beside the repository (%v)", err)
-	}
-	return p
-}
+// ajwTrace returns the path of the shared 1992 HP trace or skips the test.
+func ajwTrace(t testing.TB) string { return sharedtest.Trace(t, "ajw.1week.srt") }
 
 func replayCfg(t testing.TB, edit func(*ReplaySimConfig)) ReplaySimConfig {
 	t.Helper()

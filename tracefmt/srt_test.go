@@ -12,32 +12,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fabemu/fabemu/internal/sharedtest"
 )
 
-// sharedTrace finds ../shared/traces/NAME from the repository root (the
-// directory holding go.mod) or skips the test.
-func sharedTrace(t testing.TB, name string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root (go.mod) not found")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "traces", name)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared trace %s not present (expected at ../shared/traces/ from the repository root): %v", name, err)
-	}
-	return p
-}
+// sharedTrace finds ../shared/traces/NAME or skips the test.
+func sharedTrace(t testing.TB, name string) string { return sharedtest.Trace(t, name) }
 
 // TestAJWTestVectors decodes the first three records of ajw.1week.srt and
 // checks them against the reference's test vectors (trace-format

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fabemu/fabemu/internal/sharedtest"
 )
 
 // runTrace runs "fabemu ARGS..." and returns stdout.
@@ -21,23 +23,7 @@ func runTrace(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-func ajwPath(t *testing.T) string {
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			t.Skip("repository root not found")
-		}
-		dir = filepath.Dir(dir)
-	}
-	p := filepath.Join(dir, "..", "shared", "traces", "ajw.1week.srt")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("ajw.1week.srt not present at ../shared/traces/ from the repository root: %v", err)
-	}
-	return p
-}
+func ajwPath(t *testing.T) string { return sharedtest.Trace(t, "ajw.1week.srt") }
 
 func TestTraceStatsAJW(t *testing.T) {
 	path := ajwPath(t)
