@@ -249,21 +249,12 @@ func writeReplayTable(w io.Writer, s *nic.ReplaySummary) {
 	res.Add("packets generated / delivered", fmt.Sprintf("%s / %s", report.FormatUint(p.Generated), report.FormatUint(p.Delivered)), "")
 	res.Add("delivered out of order", report.FormatUint(p.OutOfOrder), "packets")
 
-	inv := report.Section{Title: "Invariants"}
-	iv := s.Invariants
-	inv.Add("every request completed", okStr(iv.AllCompleted), "")
-	inv.Add("packets conserved", okStr(iv.PacketsConserved), "")
-	inv.Add("credits non-negative / conserved", okStr(iv.CreditsNonNegative)+" / "+okStr(iv.CreditsConserved), "")
-	inv.Add("buffers within capacity", okStr(iv.BuffersWithinCap), "")
-	if iv.InOrder != nil {
-		inv.Add("in order ("+orderCheckName(s.Delivery)+")", okStr(*iv.InOrder), "")
-	}
-	inv.Add("no deadlock", okStr(iv.NoDeadlock), "")
 	secs := []report.Section{cfgSec, res}
 	if del, ok := deliverySection(s.DeliveryReport); ok {
 		secs = append(secs, del)
 	}
-	secs = append(secs, inv)
+	secs = append(secs, invariantSection(s.Invariants.InvariantReport, s.Delivery,
+		report.KV{Key: "every request completed", Value: okStr(s.Invariants.AllCompleted)}))
 	if s.Run != nil {
 		run := report.Section{Title: "Run"}
 		run.Add("wall time", report.FormatFloat(s.Run.WallSeconds, 3), fmt.Sprintf("s (trace scan %s s)", report.FormatFloat(s.Run.ScanSeconds, 2)))

@@ -129,20 +129,11 @@ func writeSimTable(w io.Writer, s *nic.Summary) {
 	res.Add("packets generated / delivered", fmt.Sprintf("%s / %s", report.FormatUint(p.Generated), report.FormatUint(p.Delivered)), "")
 	res.Add("in flight / queued at sources", fmt.Sprintf("%s / %s", report.FormatUint(p.InFlight), report.FormatUint(p.QueuedAtSources)), "")
 	res.Add("delivered out of order", report.FormatUint(p.OutOfOrder), "packets")
-	inv := report.Section{Title: "Invariants"}
-	iv := s.Invariants
-	inv.Add("packets conserved", okStr(iv.PacketsConserved), "")
-	inv.Add("credits non-negative / conserved", okStr(iv.CreditsNonNegative)+" / "+okStr(iv.CreditsConserved), "")
-	inv.Add("buffers within capacity", okStr(iv.BuffersWithinCap), "")
-	if iv.InOrder != nil {
-		inv.Add("in order ("+orderCheckName(s.Delivery)+")", okStr(*iv.InOrder), "")
-	}
-	inv.Add("no deadlock", okStr(iv.NoDeadlock), "")
 	secs := []report.Section{cfgSec, res}
 	if del, ok := deliverySection(s.DeliveryReport); ok {
 		secs = append(secs, del)
 	}
-	secs = append(secs, inv)
+	secs = append(secs, invariantSection(s.Invariants, s.Delivery))
 	if s.Run != nil {
 		run := report.Section{Title: "Run"}
 		run.Add("wall time", report.FormatFloat(s.Run.WallSeconds, 3), "s")
@@ -151,6 +142,20 @@ func writeSimTable(w io.Writer, s *nic.Summary) {
 		secs = append(secs, run)
 	}
 	report.WriteSections(w, secs...)
+}
+
+// invariantSection lists the invariants checked at the end of a run;
+// extra lines (a replay's "every request completed") come first.
+func invariantSection(iv nic.InvariantReport, delivery string, extra ...report.KV) report.Section {
+	inv := report.Section{Title: "Invariants", Items: extra}
+	inv.Add("packets conserved", okStr(iv.PacketsConserved), "")
+	inv.Add("credits non-negative / conserved", okStr(iv.CreditsNonNegative)+" / "+okStr(iv.CreditsConserved), "")
+	inv.Add("buffers within capacity", okStr(iv.BuffersWithinCap), "")
+	if iv.InOrder != nil {
+		inv.Add("in order ("+orderCheckName(delivery)+")", okStr(*iv.InOrder), "")
+	}
+	inv.Add("no deadlock", okStr(iv.NoDeadlock), "")
+	return inv
 }
 
 func latStr(h interface{ String() string }) string { return h.String() }
