@@ -147,7 +147,11 @@ func (e *Engine) Schedule(at Time, h Handler, op, a int32, ref any) {
 		slot = int32(len(e.slab))
 		e.slab = append(e.slab, Event{})
 	}
-	e.slab[slot] = Event{At: at, H: h, Op: op, A: a, Ref: ref}
+	// Field by field rather than a composite literal: the literal is built
+	// on the stack and copied with 16-byte loads that straddle the 8-byte
+	// stores just made, a store-forwarding stall on every event.
+	ev := &e.slab[slot]
+	ev.At, ev.H, ev.Op, ev.A, ev.Ref = at, h, op, a, ref
 	e.seq++
 	e.q.push(key{at: at, seq: e.seq, slot: slot})
 }
