@@ -60,8 +60,42 @@ type Message struct {
 // host is one NIC.
 type host struct {
 	injQ    pktQueue
-	nextSeq map[int32]uint64 // per destination stream
-	wantSeq map[int32]uint64 // per source stream, at this destination
+	nextSeq seqTable // per destination stream
+	wantSeq seqTable // per source stream, at this destination
+}
+
+// denseSeqHosts is the largest host count for which each NIC keeps its
+// sequence numbers in a slice indexed by peer host (8 bytes per pair, two
+// tables: 4 MiB at 512 hosts) rather than a map: the per-packet lookups
+// are then an index instead of a hash.
+const denseSeqHosts = 512
+
+// seqTable maps a peer host to a sequence number, zero when absent.
+type seqTable struct {
+	dense  []uint64 // indexed by peer host, when the network is small
+	sparse map[int32]uint64
+}
+
+func newSeqTable(hosts int) seqTable {
+	if hosts <= denseSeqHosts {
+		return seqTable{dense: make([]uint64, hosts)}
+	}
+	return seqTable{sparse: map[int32]uint64{}}
+}
+
+func (t *seqTable) get(peer int32) uint64 {
+	if t.dense != nil {
+		return t.dense[peer]
+	}
+	return t.sparse[peer]
+}
+
+func (t *seqTable) set(peer int32, v uint64) {
+	if t.dense != nil {
+		t.dense[peer] = v
+		return
+	}
+	t.sparse[peer] = v
 }
 
 // pktQueue is a FIFO ring of packets, growing as needed.
@@ -137,8 +171,8 @@ func (nw *Network) NewMessage() *Message {
 func NewNetwork(eng *des.Engine, cfg Config, n int, m *Metrics) *Network {
 	nw := &Network{cfg: cfg, eng: eng, hosts: make([]host, n), Metrics: m, mode: cfg.Delivery.Mode}
 	for i := range nw.hosts {
-		nw.hosts[i].nextSeq = map[int32]uint64{}
-		nw.hosts[i].wantSeq = map[int32]uint64{}
+		nw.hosts[i].nextSeq = newSeqTable(n)
+		nw.hosts[i].wantSeq = newSeqTable(n)
 	}
 	if nw.mode == DeliveryAuto {
 		nw.mode = DeliveryDeterministic
@@ -195,8 +229,8 @@ func (nw *Network) Send(m *Message) {
 		p.Payload = int32(pay)
 		p.Size = int32(pay) + int32(nw.cfg.HeaderBytes)
 		p.Gen = m.Gen
-		p.Seq = h.nextSeq[p.Dst]
-		h.nextSeq[p.Dst]++
+		p.Seq = h.nextSeq.get(p.Dst)
+		h.nextSeq.set(p.Dst, p.Seq+1)
 		p.Ref = m
 		h.injQ.push(p)
 	}
@@ -234,9 +268,10 @@ func (nw *Network) Deliver(h int, p *fabric.Packet, at des.Time) {
 		return
 	}
 	dst := &nw.hosts[h]
-	inOrder := p.Seq == dst.wantSeq[p.Src]
-	if p.Seq >= dst.wantSeq[p.Src] {
-		dst.wantSeq[p.Src] = p.Seq + 1
+	want := dst.wantSeq.get(p.Src)
+	inOrder := p.Seq == want
+	if p.Seq >= want {
+		dst.wantSeq.set(p.Src, p.Seq+1)
 	}
 	if nw.order != nil {
 		nw.order.arrive(p, at)
