@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,6 +40,7 @@ type runFlags struct {
 	logFormat   string
 	logLevel    string
 	dilation    float64
+	cpuprofile  string
 }
 
 func newRunCmd() *cobra.Command {
@@ -67,6 +69,17 @@ namespaces).`,
 			if err != nil {
 				return err
 			}
+			if f.cpuprofile != "" {
+				pf, err := os.Create(f.cpuprofile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				if err := pprof.StartCPUProfile(pf); err != nil {
+					pf.Close()
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer func() { pprof.StopCPUProfile(); _ = pf.Close() }()
+			}
 			return runDaemon(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, f.demo > 0)
 		},
 	}
@@ -82,6 +95,8 @@ namespaces).`,
 	fs.StringVar(&f.logFormat, "log-format", "", "json or console (overrides log.format)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (overrides log.level)")
 	fs.Float64Var(&f.dilation, "dilation", 0, "wall seconds per simulated second (overrides pacing.dilation)")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	_ = fs.MarkHidden("cpuprofile")
 	return cmd
 }
 

@@ -64,6 +64,9 @@ type port struct {
 	outstanding int
 	stalls      atomic.Uint64
 
+	// loop-owned wall-clock timing of frames read from this device, ns
+	tSubmit, tIngress, tModel hist.Hist
+
 	// loop-owned counters
 	toFabric, toFabricBytes uint64
 	unknownUnicast, toSelf  uint64
@@ -76,6 +79,7 @@ type frameRef struct {
 	src  *port
 	cost int
 	refs int
+	in   time.Time // wall time the loop brought it into the model
 }
 
 // copyTag is the Tag of one message: a copy of a frame for one destination.
@@ -235,7 +239,8 @@ func (e *Emulator) forward(p *port) {
 			f.Release()
 			return
 		}
-		err := e.pacer.Submit(des.Input{At: f.At, Fn: func(at des.Time) { e.ingress(p, f, cost, at) }})
+		sub := time.Now()
+		err := e.pacer.Submit(des.Input{At: f.At, Fn: func(at des.Time) { e.ingress(p, f, cost, at, sub) }})
 		if err != nil {
 			e.release(p, cost)
 			f.Release()
@@ -272,12 +277,15 @@ func (e *Emulator) release(p *port, cost int) {
 }
 
 // ingress turns a frame into one message per destination (loop goroutine).
-func (e *Emulator) ingress(p *port, f *tap.Frame, cost int, at des.Time) {
+func (e *Emulator) ingress(p *port, f *tap.Frame, cost int, at des.Time, sub time.Time) {
+	now := time.Now()
+	p.tSubmit.Add(int64(sub.Sub(f.At)))
+	p.tIngress.Add(int64(now.Sub(sub)))
 	h := &f.Header
 	if !h.Src.IsMulticast() {
 		e.macs[h.Src] = p
 	}
-	ref := &frameRef{f: f, src: p, cost: cost}
+	ref := &frameRef{f: f, src: p, cost: cost, in: now}
 	if h.Class() == ether.Unicast {
 		q, ok := e.macs[h.Dst]
 		switch {
@@ -343,6 +351,8 @@ func (e *Emulator) delivered(m *nic.Message, at des.Time) {
 	q := tag.dst
 	nf := q.dev.NewFrame()
 	nf.Data = append(nf.Data, tag.ref.f.Data...)
+	nf.At = time.Now() // the writer measures its queue and write from here
+	tag.ref.src.tModel.Add(int64(nf.At.Sub(tag.ref.in)))
 	if err := q.dev.Send(nf); err != nil {
 		q.writeRefused++
 	} else {

@@ -72,6 +72,28 @@ type HostStatus struct {
 	Delivered    uint64 `json:"delivered"`
 	WriteRefused uint64 `json:"write_refused"`
 	Outstanding  int    `json:"outstanding_bytes"`
+	// Path is where the wall time of this host's frames went.
+	Path FramePath `json:"path_ns"`
+}
+
+// FramePath splits the wall time of a frame's trip through the daemon
+// into stages (ns). The first three are measured on frames read from this
+// host's device, the last two on frames written to it.
+type FramePath struct {
+	// ReadToSubmit: the read returned until the frame was offered to the
+	// pacer (hand-off to the admission stage and waiting for admission).
+	ReadToSubmit hist.Summary `json:"read_to_submit"`
+	// SubmitToIngress: offered to the pacer until the loop brought it into
+	// the model (input queue, the loop's wake-up, events ahead of it).
+	SubmitToIngress hist.Summary `json:"submit_to_ingress"`
+	// Model: brought into the model until the model delivered it to the
+	// destination's writer queue (simulated latency times the dilation,
+	// plus the loop's lag).
+	Model hist.Summary `json:"model"`
+	// WriterQueue: delivered until the destination's writer took it.
+	WriterQueue hist.Summary `json:"writer_queue"`
+	// Write: the write system call into the destination TAP.
+	Write hist.Summary `json:"write"`
 }
 
 // ConnStatus is one (source TAP, destination TAP) stream, measured on
@@ -122,6 +144,9 @@ func (e *Emulator) status() *Status {
 			ReaderStalls: ds.Stalls, AdmitStalls: p.stalls.Load(),
 			ToFabric: p.toFabric, ToFabricBytes: p.toFabricBytes, UnknownUnicast: p.unknownUnicast, ToSelf: p.toSelf,
 			Delivered: p.delivered, WriteRefused: p.writeRefused}
+		wt := p.dev.WriteTiming()
+		h.Path = FramePath{ReadToSubmit: p.tSubmit.Summarize(1), SubmitToIngress: p.tIngress.Summarize(1),
+			Model: p.tModel.Summarize(1), WriterQueue: wt.Queue.Summarize(1), Write: wt.Write.Summarize(1)}
 		p.mu.Lock()
 		h.Outstanding = p.outstanding
 		p.mu.Unlock()

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/nic/ether"
 	"go.uber.org/zap"
 )
@@ -19,7 +21,9 @@ type Frame struct {
 	// header, no FCS).
 	Data []byte
 	// At is the wall-clock time the read returned (zero for frames from
-	// NewFrame).
+	// NewFrame). For a frame given to Send, a non-zero At is the time it
+	// became ready to write: the writer then records how long it waited in
+	// the queue and how long the write took (Device.WriteTiming).
 	At time.Time
 	// Header is Data's parsed Ethernet header.
 	Header ether.Header
@@ -97,6 +101,29 @@ type counters struct {
 	stalls, readErrors                     atomic.Uint64
 	inRefused, outRefused                  [NumCauses]atomic.Uint64
 	inLog, outLog                          [NumCauses]rateLimit
+
+	timingMu sync.Mutex
+	timing   WriteTiming
+}
+
+// WriteTiming is where the time of frames sent with a non-zero Frame.At
+// went on the way out, in nanoseconds of wall time.
+type WriteTiming struct {
+	// Queue is from Frame.At to the writer taking the frame from its queue
+	// (the writer's wake-up and the frames ahead of it).
+	Queue hist.Hist
+	// Write is the write system call.
+	Write hist.Hist
+}
+
+// WriteTiming returns a copy of the writer's timing histograms.
+func (d *Device) WriteTiming() WriteTiming {
+	d.ctr.timingMu.Lock()
+	defer d.ctr.timingMu.Unlock()
+	var t WriteTiming
+	t.Queue.Merge(&d.ctr.timing.Queue)
+	t.Write.Merge(&d.ctr.timing.Write)
+	return t
 }
 
 // Stats returns a snapshot of the counters (each read atomically; the set
@@ -287,7 +314,18 @@ func (d *Device) Write(p []byte) error {
 func (d *Device) writeLoop() {
 	defer d.writerWG.Done()
 	for f := range d.txq {
+		var t0 time.Time
+		if !f.At.IsZero() {
+			t0 = time.Now()
+		}
 		n, err := d.file.Write(f.Data)
+		if !t0.IsZero() {
+			t1 := time.Now()
+			d.ctr.timingMu.Lock()
+			d.ctr.timing.Queue.Add(int64(t0.Sub(f.At)))
+			d.ctr.timing.Write.Add(int64(t1.Sub(t0)))
+			d.ctr.timingMu.Unlock()
+		}
 		if err == nil && n != len(f.Data) {
 			err = fmt.Errorf("short write: %d of %d bytes", n, len(f.Data))
 		}
