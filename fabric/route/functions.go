@@ -234,6 +234,13 @@ type cube struct {
 	torus    bool
 	dateline bool
 	stride   []int
+	// Tables filled by newCube so that routing a packet needs no division:
+	// coords[s*len(k)+d] is switch s's coordinate in dimension d;
+	// steps[d][a*k[d]+b] is the step from coordinate a towards b (see
+	// step); portDim[p] is the dimension of port p, -1 for host ports.
+	coords  []int32
+	steps   [][]int8
+	portDim []int8
 }
 
 func newCube(t *topo.Topology, dateline bool) *cube {
@@ -244,7 +251,61 @@ func newCube(t *topo.Topology, dateline bool) *cube {
 		c.stride[d] = st
 		st *= c.k[d]
 	}
+	nd := len(c.k)
+	c.coords = make([]int32, t.NumSwitches()*nd)
+	for s := 0; s < t.NumSwitches(); s++ {
+		for d := range c.k {
+			c.coords[s*nd+d] = int32((s / c.stride[d]) % c.k[d])
+		}
+	}
+	c.steps = make([][]int8, nd)
+	for d, k := range c.k {
+		c.steps[d] = make([]int8, k*k)
+		for a := 0; a < k; a++ {
+			for b := 0; b < k; b++ {
+				c.steps[d][a*k+b] = c.step(a, b, d)
+			}
+		}
+	}
+	maxPort := 0
+	for _, dp := range t.DimPorts {
+		maxPort = max(maxPort, dp[0], dp[1])
+	}
+	c.portDim = make([]int8, maxPort+1)
+	for p := range c.portDim {
+		c.portDim[p] = -1
+		for d, dp := range t.DimPorts {
+			if dp[0] == p || dp[1] == p {
+				c.portDim[p] = int8(d)
+				break
+			}
+		}
+	}
 	return c
+}
+
+// step computes, from coordinate a towards b in dimension d, the direction
+// (+1, -1 or 0), encoded as that value, or 2 for +1 when both ways are
+// minimal (a torus tie).
+func (c *cube) step(a, b, d int) int8 {
+	if a == b {
+		return 0
+	}
+	if !c.torus {
+		if b > a {
+			return 1
+		}
+		return -1
+	}
+	k := c.k[d]
+	delta := ((b-a)%k + k) % k
+	switch {
+	case 2*delta < k:
+		return 1
+	case 2*delta > k:
+		return -1
+	}
+	return 2
 }
 
 func (c *cube) name() string {
@@ -264,29 +325,15 @@ func (c *cube) vls() int {
 	return 1
 }
 
-func (c *cube) coord(s, d int) int { return (s / c.stride[d]) % c.k[d] }
+func (c *cube) coord(s, d int) int { return int(c.coords[s*len(c.k)+d]) }
 
 // dir returns +1, -1 or 0 (and whether both are minimal) for dimension d.
 func (c *cube) dir(s, dst, d int) (dir int, both bool) {
-	a, b := c.coord(s, d), c.coord(dst, d)
-	if a == b {
-		return 0, false
+	st := c.steps[d][c.coord(s, d)*c.k[d]+c.coord(dst, d)]
+	if st == 2 {
+		return 1, true
 	}
-	if !c.torus {
-		if b > a {
-			return 1, false
-		}
-		return -1, false
-	}
-	k := c.k[d]
-	delta := ((b-a)%k + k) % k
-	switch {
-	case 2*delta < k:
-		return 1, false
-	case 2*delta > k:
-		return -1, false
-	}
-	return 1, true
+	return int(st), false
 }
 
 func (c *cube) portFor(d, dir int) int {
@@ -298,10 +345,8 @@ func (c *cube) portFor(d, dir int) int {
 
 // dimOf returns the dimension a port belongs to, or -1 (host port).
 func (c *cube) dimOf(p int) int {
-	for d, dp := range c.t.DimPorts {
-		if dp[0] == p || dp[1] == p {
-			return d
-		}
+	if p < len(c.portDim) {
+		return int(c.portDim[p])
 	}
 	return -1
 }
