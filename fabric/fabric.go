@@ -203,6 +203,10 @@ type Switch struct {
 	in  []int32 // global in-port per local port, -1 if unconnected
 	out []int32
 	rr  int
+	// ready has bit p set when input port p holds a packet and its
+	// crossbar input is idle: the ports arbitrate must try (switches of
+	// up to 64 ports; wider ones try every port).
+	ready uint64
 	// epoch counts the times an output of this switch gained room (a
 	// buffer or the crossbar freed, credits arrived); heads found blocked
 	// in the current epoch are not evaluated again.
@@ -456,6 +460,7 @@ func (f *Fabric) Handle(ev *des.Event) {
 		outVL, blocks := blocks&15, blocks>>4
 		ip := &f.in[ev.A]
 		ip.xbarBusy = false
+		f.markReady(ip)
 		f.freeInput(ev.A, vl, int32(blocks))
 		o := &f.out[ip.xbarTo]
 		o.xbar = false
@@ -484,6 +489,7 @@ func (f *Fabric) arrive(i int32, p *Packet) {
 	l := &ip.lanes[p.VL]
 	l.q.push(p)
 	ip.queued++
+	f.markReady(ip)
 	// After every arbitration each head that could move has moved, so an
 	// arrival can only change things if it is a new head on an idle input.
 	if l.q.n == 1 && !ip.xbarBusy {
@@ -538,6 +544,35 @@ func (r *roomer) Room(port, vl int32) (bool, int) {
 // 004 §4.1).
 func (f *Fabric) arbitrate(s *Switch) {
 	n := len(s.in)
+	if n <= 64 {
+		// The same visiting order, skipping ports whose bit in s.ready is
+		// clear (tryInput would return false at once for them). The mask
+		// is read afresh at every step, as a grant changes it.
+		start := s.rr
+		for pi := start; pi < n; pi++ {
+			m := s.ready &^ (1<<uint(pi) - 1)
+			if m == 0 {
+				break
+			}
+			pi = bits.TrailingZeros64(m)
+			if f.tryInput(s, pi) {
+				if s.rr = pi + 1; s.rr == n {
+					s.rr = 0
+				}
+			}
+		}
+		for pi := 0; pi < start; pi++ {
+			m := s.ready &^ (1<<uint(pi) - 1) & (1<<uint(start) - 1)
+			if m == 0 {
+				break
+			}
+			pi = bits.TrailingZeros64(m)
+			if f.tryInput(s, pi) {
+				s.rr = pi + 1 // < start < n
+			}
+		}
+		return
+	}
 	pi := s.rr
 	for k := 0; k < n; k++ {
 		if f.tryInput(s, pi) {
@@ -549,6 +584,17 @@ func (f *Fabric) arbitrate(s *Switch) {
 		if pi++; pi == n {
 			pi = 0
 		}
+	}
+}
+
+// markReady updates ip's bit in its switch's ready mask.
+func (f *Fabric) markReady(ip *inPort) {
+	s := &f.sw[ip.sw]
+	bit := uint64(1) << uint(ip.port) // 0 for ports beyond 63
+	if ip.queued > 0 && !ip.xbarBusy {
+		s.ready |= bit
+	} else {
+		s.ready &^= bit
 	}
 }
 
@@ -598,6 +644,7 @@ func (f *Fabric) grant(s *Switch, ii int32, v int, c route.Candidate) {
 	ip.lanes[v].candsFor = nil // packets are pooled: a later one may reuse this pointer
 	ip.queued--
 	ip.xbarBusy = true
+	f.markReady(ip)
 	p.VL = int8(c.VL)
 	p.Hops++
 	f.Stats.Grants++
@@ -641,6 +688,7 @@ func (f *Fabric) grant(s *Switch, ii int32, v int, c route.Candidate) {
 func (f *Fabric) xbarDone(ii int32, vl int, blocks int32) {
 	ip := &f.in[ii]
 	ip.xbarBusy = false
+	f.markReady(ip)
 	f.freeInput(ii, vl, blocks)
 	if f.cioq {
 		f.out[ip.xbarTo].xbar = false
