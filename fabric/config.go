@@ -10,19 +10,19 @@ import (
 // Config is the physical fabric: links, switch buffers and timing. The
 // defaults are the InfiniBand subnet model of paper 004 §4.1.
 type Config struct {
-	LinkRate        units.BitRate `yaml:"link_rate" unit:"bit/s" doc:"signalling rate of every link (1X InfiniBand: 2.5Gbps)" paper:"004 §4.1"`
-	LineCoding      string        `yaml:"line_coding" doc:"line code: 8b10b (80% efficient), 64b66b or none" paper:"004 §4.1"`
-	LinkLength      float64       `yaml:"link_length_m" unit:"m" doc:"cable length" paper:"004 §4.1"`
-	PropagationPerM des.Time      `yaml:"propagation_per_m" unit:"time/m" doc:"propagation delay per metre of cable (copper: 5ns)" paper:"004 §4.1"`
-	RoutingDelay    des.Time      `yaml:"routing_delay" unit:"time" doc:"switch routing time: forwarding table, arbiter and crossbar set-up" paper:"004 §4.1"`
-	InputBuffer     units.Bytes   `yaml:"input_buffer" unit:"bytes" doc:"input buffer per switch port, shared out to the virtual lanes" paper:"004 §4.1"`
-	OutputBuffer    units.Bytes   `yaml:"output_buffer" unit:"bytes" doc:"output buffer per switch port (CIOQ); 0 means input-queued, crossbar feeding the link directly" paper:"004 §4.1"`
-	EscapeVLBuffer  units.Bytes   `yaml:"escape_vl_buffer" unit:"bytes" doc:"buffer of each escape lane in adaptive mode; 0 = one largest packet (paper: the escape queue holds one MTU packet, the adaptive queue the rest)" paper:"004 §4.1"`
-	NICBuffer       units.Bytes   `yaml:"nic_buffer" unit:"bytes" doc:"reception buffer of a NIC per virtual lane (it is drained at once, so it only has to cover the credit round trip)"`
-	CreditBlock     units.Bytes   `yaml:"credit_block" unit:"bytes" doc:"flow-control credit granularity (InfiniBand: 64 bytes)" paper:"004 §4.1"`
-	CreditPacket    units.Bytes   `yaml:"credit_packet" unit:"bytes" doc:"wire size of a flow-control (credit) packet; it shares the link with data"`
-	CrossbarSpeedup float64       `yaml:"crossbar_speedup" doc:"crossbar bandwidth per port as a multiple of the link's data rate"`
-	DeadlockTimeout des.Time      `yaml:"deadlock_timeout" unit:"time" doc:"stop with a report when no packet has moved for this long while packets are in the fabric"`
+	LinkRate        units.BitRate `yaml:"link_rate" json:"link_rate" unit:"bit/s" doc:"signalling rate of every link (1X InfiniBand: 2.5Gbps)" paper:"004 §4.1"`
+	LineCoding      string        `yaml:"line_coding" json:"line_coding" doc:"line code: 8b10b (80% efficient), 64b66b or none" paper:"004 §4.1"`
+	LinkLength      float64       `yaml:"link_length_m" json:"link_length_m" unit:"m" doc:"cable length" paper:"004 §4.1"`
+	PropagationPerM des.Time      `yaml:"propagation_per_m" json:"propagation_per_m" unit:"time/m" doc:"propagation delay per metre of cable (copper: 5ns)" paper:"004 §4.1"`
+	RoutingDelay    des.Time      `yaml:"routing_delay" json:"routing_delay" unit:"time" doc:"switch routing time: forwarding table, arbiter and crossbar set-up" paper:"004 §4.1"`
+	InputBuffer     units.Bytes   `yaml:"input_buffer" json:"input_buffer" unit:"bytes" doc:"input buffer per switch port, shared out to the virtual lanes" paper:"004 §4.1"`
+	OutputBuffer    units.Bytes   `yaml:"output_buffer" json:"output_buffer" unit:"bytes" doc:"output buffer per switch port (CIOQ); 0 means input-queued, crossbar feeding the link directly" paper:"004 §4.1"`
+	EscapeVLBuffer  units.Bytes   `yaml:"escape_vl_buffer" json:"escape_vl_buffer" unit:"bytes" doc:"buffer of each escape lane in adaptive mode; 0 = one largest packet (paper: the escape queue holds one MTU packet, the adaptive queue the rest)" paper:"004 §4.1"`
+	NICBuffer       units.Bytes   `yaml:"nic_buffer" json:"nic_buffer" unit:"bytes" doc:"reception buffer of a NIC per virtual lane (it is drained at once, so it only has to cover the credit round trip)"`
+	CreditBlock     units.Bytes   `yaml:"credit_block" json:"credit_block" unit:"bytes" doc:"flow-control credit granularity (InfiniBand: 64 bytes)" paper:"004 §4.1"`
+	CreditPacket    units.Bytes   `yaml:"credit_packet" json:"credit_packet" unit:"bytes" doc:"wire size of a flow-control (credit) packet; it shares the link with data"`
+	CrossbarSpeedup float64       `yaml:"crossbar_speedup" json:"crossbar_speedup" doc:"crossbar bandwidth per port as a multiple of the link's data rate"`
+	DeadlockTimeout des.Time      `yaml:"deadlock_timeout" json:"deadlock_timeout" unit:"time" doc:"stop with a report when no packet has moved for this long while packets are in the fabric"`
 }
 
 // DefaultConfig is the IBA model of paper 004 §4.1: 1X links (2.5 Gb/s,

@@ -17,10 +17,10 @@ import (
 
 // Config is the NIC model.
 type Config struct {
-	MTU         units.Bytes `yaml:"mtu" unit:"bytes" doc:"largest payload of one fabric packet; messages are split at it (InfiniBand: 256 to 4096)" paper:"004 §4.1"`
-	HeaderBytes units.Bytes `yaml:"header_bytes" unit:"bytes" doc:"per-packet wire overhead: InfiniBand LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26" paper:"004 §4.1"`
+	MTU         units.Bytes `yaml:"mtu" json:"mtu" unit:"bytes" doc:"largest payload of one fabric packet; messages are split at it (InfiniBand: 256 to 4096)" paper:"004 §4.1"`
+	HeaderBytes units.Bytes `yaml:"header_bytes" json:"header_bytes" unit:"bytes" doc:"per-packet wire overhead: InfiniBand LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26" paper:"004 §4.1"`
 	// Delivery is the end-to-end delivery control (paper 004 §3).
-	Delivery DeliveryConfig `yaml:"delivery"`
+	Delivery DeliveryConfig `yaml:"delivery" json:"delivery"`
 }
 
 // DefaultConfig is a 256-byte MTU with the IB headers (paper 004 §4.1).

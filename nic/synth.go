@@ -11,11 +11,11 @@ import (
 
 // TrafficConfig is the synthetic workload.
 type TrafficConfig struct {
-	Pattern string  `yaml:"pattern" doc:"destination pattern: uniform, bitrev, butterfly, complement, shuffle, transpose, hotspot[:frac[@node]], hotregion, corner1, corner2 (see docs/traffic.md)" paper:"004 §4.1, 001 §4.1, 002 §3, 000 Table 1"`
-	Process string  `yaml:"process" doc:"injection process: bernoulli (one draw per packet slot), exponential (Poisson arrivals) or periodic"`
-	Load    float64 `yaml:"load" doc:"offered load per host as a fraction of the host link's data rate, headers included (1.0 saturates the injection link)"`
-	Sizes   string  `yaml:"sizes" unit:"bytes" doc:"message payload size, fixed (256) or a weighted mix (256:0.5,4096:0.5); messages above the MTU become several packets" paper:"004 §4.1"`
-	Phases  string  `yaml:"phases" doc:"rate phases for bursty load, e.g. 0.2:100us,0.9:20us (load:duration, cycling with *); empty for constant load" paper:"001 §4.3"`
+	Pattern string  `yaml:"pattern" json:"pattern" doc:"destination pattern: uniform, bitrev, butterfly, complement, shuffle, transpose, hotspot[:frac[@node]], hotregion, corner1, corner2 (see docs/traffic.md)" paper:"004 §4.1, 001 §4.1, 002 §3, 000 Table 1"`
+	Process string  `yaml:"process" json:"process" doc:"injection process: bernoulli (one draw per packet slot), exponential (Poisson arrivals) or periodic"`
+	Load    float64 `yaml:"load" json:"load" doc:"offered load per host as a fraction of the host link's data rate, headers included (1.0 saturates the injection link)"`
+	Sizes   string  `yaml:"sizes" json:"sizes" unit:"bytes" doc:"message payload size, fixed (256) or a weighted mix (256:0.5,4096:0.5); messages above the MTU become several packets" paper:"004 §4.1"`
+	Phases  string  `yaml:"phases" json:"phases" doc:"rate phases for bursty load, e.g. 0.2:100us,0.9:20us (load:duration, cycling with *); empty for constant load" paper:"001 §4.3"`
 }
 
 // DefaultTrafficConfig is uniform Bernoulli traffic of 256-byte packets at

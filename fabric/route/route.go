@@ -34,12 +34,12 @@ const (
 
 // Config is the routing configuration.
 type Config struct {
-	Mode        Mode   `yaml:"mode" doc:"deterministic (escape function only; in order by construction) or adaptive (minimal adaptive lanes with a Duato escape lane)"`
-	Escape      string `yaml:"escape" doc:"escape routing function: auto, updown, dor or min; auto picks dor on tori and meshes, min on multistage networks, updown elsewhere" paper:"004 §4.1"`
-	AdaptiveVLs int    `yaml:"adaptive_vls" doc:"virtual lanes for adaptive routing in adaptive mode (escape lanes come on top)" paper:"004 §4.1"`
-	UpDownRoot  int    `yaml:"updown_root" doc:"root switch of the up*/down* spanning tree (BFS from it)"`
-	Dateline    bool   `yaml:"dateline" doc:"use two dateline escape lanes per torus dimension; false builds a cyclic escape function (for deadlock tests only)"`
-	Check       string `yaml:"check" doc:"escape channel dependency check: auto (exhaustive up to 20M route evaluations, else skipped with a note), full, off"`
+	Mode        Mode   `yaml:"mode" json:"mode" doc:"deterministic (escape function only; in order by construction) or adaptive (minimal adaptive lanes with a Duato escape lane)"`
+	Escape      string `yaml:"escape" json:"escape" doc:"escape routing function: auto, updown, dor or min; auto picks dor on tori and meshes, min on multistage networks, updown elsewhere" paper:"004 §4.1"`
+	AdaptiveVLs int    `yaml:"adaptive_vls" json:"adaptive_vls" doc:"virtual lanes for adaptive routing in adaptive mode (escape lanes come on top)" paper:"004 §4.1"`
+	UpDownRoot  int    `yaml:"updown_root" json:"updown_root" doc:"root switch of the up*/down* spanning tree (BFS from it)"`
+	Dateline    bool   `yaml:"dateline" json:"dateline" doc:"use two dateline escape lanes per torus dimension; false builds a cyclic escape function (for deadlock tests only)"`
+	Check       string `yaml:"check" json:"check" doc:"escape channel dependency check: auto (exhaustive up to 20M route evaluations, else skipped with a note), full, off"`
 }
 
 // DefaultConfig is deterministic routing with the family's escape function.

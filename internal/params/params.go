@@ -14,9 +14,9 @@
 //
 // A config field is described by its struct tags, for example
 //
-//	RoutingDelay des.Time    `yaml:"routing_delay" doc:"time to route a packet header in a switch" paper:"004 §4.1"`
-//	BufferBytes  units.Bytes `yaml:"buffer_bytes" doc:"input buffer per virtual lane" paper:"004 §4.1"`
-//	XoffPackets  int         `yaml:"xoff" doc:"Xoff threshold" unit:"packets" paper:"001 §3"`
+//	RoutingDelay des.Time    `yaml:"routing_delay" json:"routing_delay" doc:"time to route a packet header in a switch" paper:"004 §4.1"`
+//	BufferBytes  units.Bytes `yaml:"buffer_bytes" json:"buffer_bytes" doc:"input buffer per virtual lane" paper:"004 §4.1"`
+//	XoffPackets  int         `yaml:"xoff" json:"xoff" doc:"Xoff threshold" unit:"packets" paper:"001 §3"`
 //
 // where the tags mean:
 //

@@ -46,112 +46,112 @@ const (
 // Experiment is one experiment definition.
 type Experiment struct {
 	// Name identifies the experiment (fabemu experiment NAME).
-	Name string `yaml:"name"`
+	Name string `yaml:"name" json:"name"`
 	// Description and Source (paper and section) say what it reproduces.
-	Description string `yaml:"description"`
-	Source      string `yaml:"source"`
+	Description string `yaml:"description" json:"description"`
+	Source      string `yaml:"source" json:"source"`
 	// Kind is replay or sim.
-	Kind string `yaml:"kind"`
+	Kind string `yaml:"kind" json:"kind"`
 	// Base is the configuration every row starts from.
-	Base Base `yaml:"base"`
+	Base Base `yaml:"base" json:"base"`
 	// Trace is the trace a replay experiment replays.
-	Trace TraceSpec `yaml:"trace"`
+	Trace TraceSpec `yaml:"trace" json:"trace"`
 	// Calibration, if set, chooses the compression factor of a replay.
-	Calibration *Calibration `yaml:"calibration"`
+	Calibration *Calibration `yaml:"calibration" json:"calibration"`
 	// Baseline names the row the "impr" column compares with.
-	Baseline string `yaml:"baseline"`
+	Baseline string `yaml:"baseline" json:"baseline"`
 	// Loads makes a sim experiment a sweep: every row runs at each
 	// offered load (a row may give its own list).
-	Loads []float64 `yaml:"loads"`
+	Loads []float64 `yaml:"loads" json:"loads"`
 	// Rows are the configurations, in table order.
-	Rows []Row `yaml:"rows"`
+	Rows []Row `yaml:"rows" json:"rows"`
 	// Columns are the table's columns (see ColumnNames).
-	Columns []string `yaml:"columns"`
+	Columns []string `yaml:"columns" json:"columns"`
 	// Plot describes the plot.
-	Plot PlotSpec `yaml:"plot"`
+	Plot PlotSpec `yaml:"plot" json:"plot"`
 	// Quick shrinks the workload for tests and smoke runs.
-	Quick Quick `yaml:"quick"`
+	Quick Quick `yaml:"quick" json:"quick"`
 
 	file string // where it was read from, for messages
 }
 
 // Base is a preset and --set style overrides.
 type Base struct {
-	Preset string   `yaml:"preset"`
-	Set    []string `yaml:"set"`
+	Preset string   `yaml:"preset" json:"preset"`
+	Set    []string `yaml:"set" json:"set"`
 }
 
 // TraceSpec is the trace of a replay experiment: a file, a trace generated
 // on the fly with blockgen (never written anywhere but a temporary file
 // removed after the run), or, when both are empty, the embedded sample.
 type TraceSpec struct {
-	File     string        `yaml:"file"`
-	Generate *GenerateSpec `yaml:"generate"`
+	File     string        `yaml:"file" json:"file"`
+	Generate *GenerateSpec `yaml:"generate" json:"generate"`
 }
 
 // GenerateSpec is a blockgen trace: a profile and the knobs the experiment
 // changes. Unset knobs keep the profile's values.
 type GenerateSpec struct {
-	Like       string   `yaml:"like"`
-	Records    int64    `yaml:"records"`
-	Seed       uint64   `yaml:"seed"`
-	Initiators int      `yaml:"initiators"`
-	DiskSkew   *float64 `yaml:"disk_skew"`
-	Rate       *float64 `yaml:"rate"`
+	Like       string   `yaml:"like" json:"like"`
+	Records    int64    `yaml:"records" json:"records"`
+	Seed       uint64   `yaml:"seed" json:"seed"`
+	Initiators int      `yaml:"initiators" json:"initiators"`
+	DiskSkew   *float64 `yaml:"disk_skew" json:"disk_skew"`
+	Rate       *float64 `yaml:"rate" json:"rate"`
 }
 
 // Calibration chooses a replay's compression factor (see the package
 // comment).
 type Calibration struct {
 	// Row is the row whose configuration is calibrated (DET).
-	Row string `yaml:"row"`
+	Row string `yaml:"row" json:"row"`
 	// Factors are the compression factors tried, ascending.
-	Factors []float64 `yaml:"factors"`
+	Factors []float64 `yaml:"factors" json:"factors"`
 	// MinUtilisation is the least accepted traffic, as a fraction of the
 	// saturation throughput, the chosen factor must give (0.8).
-	MinUtilisation float64 `yaml:"min_utilisation"`
+	MinUtilisation float64 `yaml:"min_utilisation" json:"min_utilisation"`
 	// MinBacklog is the least ratio of execution time to compressed trace
 	// span at the chosen factor: the run is past saturation (1 = any).
-	MinBacklog float64 `yaml:"min_backlog"`
+	MinBacklog float64 `yaml:"min_backlog" json:"min_backlog"`
 }
 
 // Row is one configuration of the experiment.
 type Row struct {
-	Name string `yaml:"name"`
+	Name string `yaml:"name" json:"name"`
 	// Preset, if set, replaces the base preset for this row.
-	Preset string `yaml:"preset"`
+	Preset string `yaml:"preset" json:"preset"`
 	// Delivery, Reorder and Injection set nic.delivery (as the
 	// --delivery, --reorder and --injection flags).
-	Delivery  string `yaml:"delivery"`
-	Reorder   string `yaml:"reorder"`
-	Injection string `yaml:"injection"`
+	Delivery  string `yaml:"delivery" json:"delivery"`
+	Reorder   string `yaml:"reorder" json:"reorder"`
+	Injection string `yaml:"injection" json:"injection"`
 	// Set are --set style overrides applied after the base's.
-	Set []string `yaml:"set"`
+	Set []string `yaml:"set" json:"set"`
 	// Group puts the row in one plot of several (sweeps); Series names
 	// its curve there (default: the row name).
-	Group  string `yaml:"group"`
-	Series string `yaml:"series"`
+	Group  string `yaml:"group" json:"group"`
+	Series string `yaml:"series" json:"series"`
 	// Loads overrides the experiment's load list for this row.
-	Loads []float64 `yaml:"loads"`
+	Loads []float64 `yaml:"loads" json:"loads"`
 }
 
 // PlotSpec describes the plot: a bar plot of one metric per row (tables),
 // or line plots of Y against X with one series per row and one plot per
 // group (sweeps).
 type PlotSpec struct {
-	Kind  string `yaml:"kind"` // bar or line
-	Title string `yaml:"title"`
-	X     string `yaml:"x"` // metric name (line plots)
-	Y     string `yaml:"y"` // metric name
+	Kind  string `yaml:"kind" json:"kind"` // bar or line
+	Title string `yaml:"title" json:"title"`
+	X     string `yaml:"x" json:"x"` // metric name (line plots)
+	Y     string `yaml:"y" json:"y"` // metric name
 }
 
 // Quick is how --quick shrinks the workload.
 type Quick struct {
-	Limit    int64     `yaml:"limit"`    // replay at most this many records
-	Duration string    `yaml:"duration"` // sim: measured time
-	Warmup   string    `yaml:"warmup"`   // sim: warm-up
-	Loads    []float64 `yaml:"loads"`    // sim sweeps: these loads instead
-	Factors  []float64 `yaml:"factors"`  // calibration: these factors instead
+	Limit    int64     `yaml:"limit" json:"limit"`       // replay at most this many records
+	Duration string    `yaml:"duration" json:"duration"` // sim: measured time
+	Warmup   string    `yaml:"warmup" json:"warmup"`     // sim: warm-up
+	Loads    []float64 `yaml:"loads" json:"loads"`       // sim sweeps: these loads instead
+	Factors  []float64 `yaml:"factors" json:"factors"`   // calibration: these factors instead
 }
 
 // ColumnNames lists the table columns an experiment may ask for.
