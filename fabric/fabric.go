@@ -117,8 +117,9 @@ type lane struct {
 	// cands caches the routing candidates of the head packet (input lanes).
 	cands    []route.Candidate
 	candsFor *Packet
-	// blockedAt is the switch epoch at which the head was found unable to
-	// move; it cannot move before some output frees room (a new epoch).
+	// blockedAt is the sum of the epochs of the head's candidate outputs
+	// when it was found unable to move; while the sum is unchanged none of
+	// those outputs has gained room, so it still cannot move.
 	blockedAt uint64
 }
 
@@ -141,16 +142,21 @@ type inPort struct {
 
 // outPort is the sending end of a channel.
 type outPort struct {
-	sw        int32
-	host      int32
-	port      int32
-	down      int32    // in-port at the other end
-	credits   []int32  // free blocks at the downstream lane
-	lanes     []lane   // output buffer (CIOQ switches only)
-	busy      bool     // a data packet is on the link (its opLinkFree is pending)
-	idleAt    des.Time // end of the credit packets sent so far (they need no event)
-	xbar      bool     // crossbar transferring into this output
-	ctrl      uint32   // lanes of the reverse in-port with credits to return
+	sw      int32
+	host    int32
+	port    int32
+	down    int32    // in-port at the other end
+	credits []int32  // free blocks at the downstream lane
+	lanes   []lane   // output buffer (CIOQ switches only)
+	busy    bool     // a data packet is on the link (its opLinkFree is pending)
+	idleAt  des.Time // end of the credit packets sent so far (they need no event)
+	// epoch counts the times this output may have gained room for a
+	// waiting head: its buffer or crossbar freed, its link freed, or
+	// credits arrived (input-queued switches). Heads found blocked
+	// remember the sum over their candidate outputs (lane.blockedAt).
+	epoch     uint64
+	xbar      bool   // crossbar transferring into this output
+	ctrl      uint32 // lanes of the reverse in-port with credits to return
 	rrVL      int
 	creditFor int32 // in-port whose credits this port's credit packets return
 	sentBytes int64
@@ -207,10 +213,6 @@ type Switch struct {
 	// crossbar input is idle: the ports arbitrate must try (switches of
 	// up to 64 ports; wider ones try every port).
 	ready uint64
-	// epoch counts the times an output of this switch gained room (a
-	// buffer or the crossbar freed, credits arrived); heads found blocked
-	// in the current epoch are not evaluated again.
-	epoch uint64
 }
 
 // Stats are fabric-wide counters.
@@ -337,7 +339,7 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 	f.sw = make([]Switch, t.NumSwitches())
 	for s := range f.sw {
 		n := t.Switches[s].Ports
-		f.sw[s] = Switch{ID: s, in: make([]int32, n), out: make([]int32, n), epoch: 1}
+		f.sw[s] = Switch{ID: s, in: make([]int32, n), out: make([]int32, n)}
 		for p := 0; p < n; p++ {
 			f.sw[s].in[p], f.sw[s].out[p] = -1, -1
 			_, isSw := t.Peer(s, p)
@@ -466,10 +468,9 @@ func (f *Fabric) Handle(ev *des.Event) {
 		o.xbar = false
 		o.busy = false
 		o.lanes[outVL].used -= int32(blocks)
+		o.epoch++
 		f.transmit(ip.xbarTo)
-		s := &f.sw[ip.sw]
-		s.epoch++
-		f.arbitrate(s)
+		f.arbitrate(&f.sw[ip.sw])
 	}
 }
 
@@ -616,8 +617,8 @@ func (f *Fabric) tryInput(s *Switch, pi int) bool {
 			if l.candsFor != p {
 				l.cands = f.router.Candidates(s.ID, pi, v, int(p.Dst), l.cands[:0])
 				l.candsFor = p
-			} else if l.blockedAt == s.epoch {
-				goto next // nothing has freed since it was found blocked
+			} else if l.blockedAt == f.candEpochs(s, l.cands) {
+				goto next // none of its outputs has freed room since
 			}
 			f.room.sw, f.room.blocks = s, p.blocks
 			if c := route.Select(l.cands, &f.room); c >= 0 {
@@ -627,7 +628,7 @@ func (f *Fabric) tryInput(s *Switch, pi int) bool {
 				}
 				return true
 			}
-			l.blockedAt = s.epoch
+			l.blockedAt = f.candEpochs(s, l.cands)
 		}
 	next:
 		if v++; v == f.nVL {
@@ -635,6 +636,16 @@ func (f *Fabric) tryInput(s *Switch, pi int) bool {
 		}
 	}
 	return false
+}
+
+// candEpochs sums the epochs of the outputs a head's candidates name.
+// Epochs only grow, so an unchanged sum means no candidate output changed.
+func (f *Fabric) candEpochs(s *Switch, cands []route.Candidate) uint64 {
+	var sum uint64
+	for _, c := range cands {
+		sum += f.out[s.out[c.Port]].epoch
+	}
+	return sum
 }
 
 // grant moves the head packet of input ii lane v across the crossbar.
@@ -691,11 +702,11 @@ func (f *Fabric) xbarDone(ii int32, vl int, blocks int32) {
 	f.markReady(ip)
 	f.freeInput(ii, vl, blocks)
 	if f.cioq {
-		f.out[ip.xbarTo].xbar = false
+		o := &f.out[ip.xbarTo]
+		o.xbar = false
+		o.epoch++
 	}
-	s := &f.sw[ip.sw]
-	s.epoch++
-	f.arbitrate(s)
+	f.arbitrate(&f.sw[ip.sw])
 }
 
 // send starts a data transmission of p on out-port oi on lane vl at time
@@ -826,11 +837,10 @@ func (f *Fabric) linkFree(oi int32, vl int, blocks int32) {
 	if o.sw >= 0 && f.cioq {
 		o.lanes[vl].used -= blocks // the tail has left the output buffer
 	}
+	o.epoch++
 	f.transmit(oi)
 	if o.sw >= 0 {
-		s := &f.sw[o.sw]
-		s.epoch++
-		f.arbitrate(s)
+		f.arbitrate(&f.sw[o.sw])
 	}
 }
 
@@ -839,10 +849,9 @@ func (f *Fabric) creditArrive(oi int32, vl int, blocks int32) {
 	o := &f.out[oi]
 	o.credits[vl] += blocks
 	f.in[o.down].creditsInFlight[vl] -= blocks
+	o.epoch++
 	f.transmit(oi)
 	if o.sw >= 0 && !f.cioq {
-		s := &f.sw[o.sw]
-		s.epoch++
-		f.arbitrate(s)
+		f.arbitrate(&f.sw[o.sw])
 	}
 }
