@@ -211,7 +211,7 @@ func transfer(t *testing.T, a, b, addr string, n int64) (sent, got [32]byte, bps
 func TestTCPTransferEveryDeliveryMode(t *testing.T) {
 	privtest.Require(t, "TAP devices and network namespaces")
 	size := int64(64 << 20)
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		size = 8 << 20
 	}
 	for _, tc := range []struct {
