@@ -101,12 +101,12 @@ func writeStatus(w io.Writer, st *emu.Status) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	path := &report.Table{Title: "Frame path, wall time p50/p99 (us): read>submit>ingress on the source, model to the writer, writer queue and write on the destination",
-		Columns: cols("tap", "read>submit", "submit>ingress", "model", "writer queue", "write")}
+	path := &report.Table{Title: "Frame path, wall time p50/p99 (us): read>submit>ingress>model>egress for frames from this TAP, writer queue and write for frames to it",
+		Columns: cols("tap", "read>submit", "submit>ingress", "model", "egress", "writer queue", "write")}
 	us := func(s hist.Summary) string { return f3(s.P50/1e3) + "/" + f3(s.P99/1e3) }
 	for _, h := range st.Hosts {
 		pt := h.Path
-		path.Rows = append(path.Rows, []string{h.TAP, us(pt.ReadToSubmit), us(pt.SubmitToIngress), us(pt.Model), us(pt.WriterQueue), us(pt.Write)})
+		path.Rows = append(path.Rows, []string{h.TAP, us(pt.ReadToSubmit), us(pt.SubmitToIngress), us(pt.Model), us(pt.Egress), us(pt.WriterQueue), us(pt.Write)})
 	}
 	if err := path.Write(w); err != nil {
 		return err

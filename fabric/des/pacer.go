@@ -3,6 +3,7 @@ package des
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,12 @@ type PacerConfig struct {
 	// poll instead of arming a timer, whose wake-up latency is tens of
 	// microseconds. 0 disables polling.
 	Spin time.Duration
+	// IdleSpin is how long the loop keeps polling for inputs after its
+	// last piece of work before it blocks. A blocked loop needs a wake-up
+	// (tens of microseconds on a loaded or virtual machine) when the next
+	// frame arrives; a reply usually follows within this window. It costs
+	// CPU: up to IdleSpin of busy polling after every burst. 0 disables it.
+	IdleSpin time.Duration
 	// Clock is the wall clock; nil means the real one.
 	Clock Clock
 }
@@ -139,6 +146,7 @@ type Pacer struct {
 	invalid     uint64
 	recent      []IntervalReport
 	inputH      inputHandler
+	hr          *hrTimer // real clock only: precise sleeps (timerfd)
 	running     atomic.Bool
 	lastSnap    atomic.Pointer[PacerStats]
 	lastSnapped time.Time
@@ -170,8 +178,8 @@ func NewPacer(eng *Engine, cfg PacerConfig) (*Pacer, error) {
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
 	}
-	if cfg.LagThreshold < 0 || cfg.Interval < 0 || cfg.Spin < 0 {
-		return nil, fmt.Errorf("des: pacer lag threshold, interval and spin must not be negative")
+	if cfg.LagThreshold < 0 || cfg.Interval < 0 || cfg.Spin < 0 || cfg.IdleSpin < 0 {
+		return nil, fmt.Errorf("des: pacer lag threshold, interval, spin and idle spin must not be negative")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = WallClock{}
@@ -214,6 +222,17 @@ func (p *Pacer) Submit(in Input) error {
 	}
 }
 
+// SubmitWait is Submit that also reports whether it had to wait for room
+// in the queue (backpressure the caller may want to count).
+func (p *Pacer) SubmitWait(in Input) (waited bool, err error) {
+	select {
+	case p.in <- in:
+		return false, nil
+	default:
+	}
+	return true, p.Submit(in)
+}
+
 // TrySubmit queues an input if there is room and reports whether it did;
 // a refusal is counted in PacerStats.InputsRefused.
 func (p *Pacer) TrySubmit(in Input) bool {
@@ -251,6 +270,12 @@ func (p *Pacer) Run() error {
 		return errors.New("des: pacer already running")
 	}
 	defer close(p.done)
+	if _, real := p.clock.(WallClock); real {
+		if p.hr = newHRTimer(); p.hr != nil {
+			defer p.hr.close()
+		}
+	}
+	var lastWork time.Time
 	for {
 		select {
 		case <-p.stop:
@@ -258,7 +283,11 @@ func (p *Pacer) Run() error {
 			return nil
 		default:
 		}
+		fired := p.eng.Fired()
 		now := p.poll()
+		if p.eng.Fired() != fired {
+			lastWork = now
+		}
 		next := p.eng.NextAt()
 		var wait time.Duration = -1 // forever
 		if next != Never {
@@ -267,33 +296,54 @@ func (p *Pacer) Run() error {
 				continue
 			}
 			if wait <= p.cfg.Spin {
-				p.spin(next)
+				p.spin(p.WallTime(next))
 				continue
 			}
+		}
+		if idle := now.Sub(lastWork); idle < p.cfg.IdleSpin {
+			// Recently busy: poll a little longer before blocking.
+			until := lastWork.Add(p.cfg.IdleSpin)
+			if wait >= 0 && now.Add(wait).Before(until) {
+				until = now.Add(wait)
+			}
+			p.spin(until)
+			continue
 		}
 		// Wake up at least once per interval to close validity intervals
 		// and refresh the snapshot.
 		if wait < 0 || wait > p.cfg.Interval {
 			wait = p.cfg.Interval
 		}
-		t := p.clock.NewTimer(wait)
-		select {
-		case in := <-p.in:
-			t.Stop()
-			p.admit(in)
-		case fn := <-p.calls:
-			t.Stop()
-			fn()
-		case <-t.C():
-		case <-p.stop:
-			t.Stop()
-		}
+		p.sleep(wait)
 	}
 }
 
-// spin polls for inputs until the wall time of next, without sleeping.
-func (p *Pacer) spin(next Time) {
-	due := p.WallTime(next)
+// sleep blocks until an input, a call, Stop or wait has passed.
+func (p *Pacer) sleep(wait time.Duration) {
+	var tc <-chan time.Time
+	var stop func()
+	if p.hr != nil {
+		p.hr.arm(wait)
+		tc, stop = p.hr.c, p.hr.disarm
+	} else {
+		t := p.clock.NewTimer(wait)
+		tc, stop = t.C(), func() { t.Stop() }
+	}
+	select {
+	case in := <-p.in:
+		stop()
+		p.admit(in)
+	case fn := <-p.calls:
+		stop()
+		fn()
+	case <-tc:
+	case <-p.stop:
+		stop()
+	}
+}
+
+// spin polls for inputs until the wall time due, without sleeping.
+func (p *Pacer) spin(due time.Time) {
 	for {
 		select {
 		case in := <-p.in:
@@ -309,6 +359,10 @@ func (p *Pacer) spin(next Time) {
 		if !p.clock.Now().Before(due) {
 			return
 		}
+		// Let a goroutine the loop just made runnable (a writer it handed
+		// a frame to sits in this P's run queue) run here at once instead
+		// of waiting for the spin to end or for another P to steal it.
+		runtime.Gosched()
 	}
 }
 

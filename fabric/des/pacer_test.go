@@ -302,3 +302,32 @@ func TestPacerRealClock(t *testing.T) {
 		t.Error("no lag sample recorded")
 	}
 }
+
+// TestHRTimer checks the real clock's precise timer: it fires once per
+// arming, not before the requested time, and disarm cancels it.
+func TestHRTimer(t *testing.T) {
+	h := newHRTimer()
+	if h == nil {
+		t.Skip("no timerfd on this platform")
+	}
+	defer h.close()
+	for _, d := range []time.Duration{50 * time.Microsecond, 300 * time.Microsecond, 2 * time.Millisecond} {
+		start := time.Now()
+		h.arm(d)
+		select {
+		case <-h.c:
+			if el := time.Since(start); el < d {
+				t.Errorf("armed for %v, fired after %v", d, el)
+			}
+		case <-time.After(time.Second):
+			t.Fatalf("armed for %v, not fired within 1 s", d)
+		}
+	}
+	h.arm(20 * time.Millisecond)
+	h.disarm()
+	select {
+	case <-h.c:
+		t.Error("fired after disarm")
+	case <-time.After(40 * time.Millisecond):
+	}
+}

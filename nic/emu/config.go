@@ -47,71 +47,72 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // TAPConfig is one TAP device attached to a fabric host.
 type TAPConfig struct {
-	Name string `yaml:"name" doc:"interface name (at most 15 bytes)"`
-	MAC  string `yaml:"mac" doc:"hardware address, e.g. 02:fa:be:00:00:01; empty = the kernel's random one"`
-	MTU  int    `yaml:"mtu" unit:"bytes" doc:"device MTU; 0 = 1500"`
+	Name string `yaml:"name" json:"name" doc:"interface name (at most 15 bytes)"`
+	MAC  string `yaml:"mac" json:"mac" doc:"hardware address, e.g. 02:fa:be:00:00:01; empty = the kernel's random one"`
+	MTU  int    `yaml:"mtu" json:"mtu" unit:"bytes" doc:"device MTU; 0 = 1500"`
 	// Host is the fabric host the device is attached to; nil spreads the
 	// devices evenly over the hosts.
-	Host  *int     `yaml:"host" doc:"fabric host index the device attaches to; absent = spread the devices evenly over the hosts"`
-	Netns string   `yaml:"netns" doc:"network namespace to move the device into (created if absent); empty = the daemon's"`
-	Addrs []string `yaml:"addrs" doc:"addresses with prefix length to configure, e.g. 10.250.0.1/24, fd00:fab::1/64"`
+	Host  *int     `yaml:"host" json:"host" doc:"fabric host index the device attaches to; absent = spread the devices evenly over the hosts"`
+	Netns string   `yaml:"netns" json:"netns" doc:"network namespace to move the device into (created if absent); empty = the daemon's"`
+	Addrs []string `yaml:"addrs" json:"addrs" doc:"addresses with prefix length to configure, e.g. 10.250.0.1/24, fd00:fab::1/64"`
 	// OwnNetns makes the daemon own Netns: a namespace of that name left by
 	// a crashed run is deleted and recreated, and the namespace is deleted
 	// on exit.
-	OwnNetns bool `yaml:"own_netns" doc:"the daemon owns netns: reclaims a stale one on start and deletes it on exit"`
-	Owner    int  `yaml:"owner" doc:"uid allowed to attach to the device without CAP_NET_ADMIN (a QEMU user); 0 = root"`
-	Persist  bool `yaml:"persist" doc:"create the device persistent so that another process (QEMU) can attach to it"`
+	OwnNetns bool `yaml:"own_netns" json:"own_netns" doc:"the daemon owns netns: reclaims a stale one on start and deletes it on exit"`
+	Owner    int  `yaml:"owner" json:"owner" doc:"uid allowed to attach to the device without CAP_NET_ADMIN (a QEMU user); 0 = root"`
+	Persist  bool `yaml:"persist" json:"persist" doc:"create the device persistent so that another process (QEMU) can attach to it"`
 }
 
 // ModelConfig selects the fabric: a preset, overridden by --set style
 // assignments, and the delivery mode.
 type ModelConfig struct {
-	Preset string   `yaml:"preset" doc:"named fabric configuration (fabemu sim --list-presets)"`
-	Set    []string `yaml:"set" doc:"overrides of preset fields, e.g. fabric.link_rate=10Gbps"`
+	Preset string   `yaml:"preset" json:"preset" doc:"named fabric configuration (fabemu sim --list-presets)"`
+	Set    []string `yaml:"set" json:"set" doc:"overrides of preset fields, e.g. fabric.link_rate=10Gbps"`
 	// Delivery, Reorder and Injection are nic.delivery's mode, reorder
 	// memory and injection policy (empty = the preset's).
-	Delivery  string `yaml:"delivery" doc:"deterministic, adaptive-ooo or adaptive-inorder; empty = follow the preset's routing"`
-	Reorder   string `yaml:"reorder" doc:"rearrangement memory per NIC for adaptive-inorder (e.g. dynamic:256KiB,cap=128KiB)"`
-	Injection string `yaml:"injection" doc:"injection policy for adaptive-inorder: unlimited, li or lw"`
+	Delivery  string `yaml:"delivery" json:"delivery" doc:"deterministic, adaptive-ooo or adaptive-inorder; empty = follow the preset's routing"`
+	Reorder   string `yaml:"reorder" json:"reorder" doc:"rearrangement memory per NIC for adaptive-inorder (e.g. dynamic:256KiB,cap=128KiB)"`
+	Injection string `yaml:"injection" json:"injection" doc:"injection policy for adaptive-inorder: unlimited, li or lw"`
 }
 
 // BackgroundConfig is synthetic load on the hosts without a TAP device.
 type BackgroundConfig struct {
-	Enabled bool              `yaml:"enabled" doc:"drive the hosts without a TAP device with synthetic traffic"`
-	Traffic nic.TrafficConfig `yaml:"traffic"`
-	Seed    uint64            `yaml:"seed" doc:"seed of the background traffic"`
+	Enabled bool              `yaml:"enabled" json:"enabled" doc:"drive the hosts without a TAP device with synthetic traffic"`
+	Traffic nic.TrafficConfig `yaml:"traffic" json:"traffic"`
+	Seed    uint64            `yaml:"seed" json:"seed" doc:"seed of the background traffic"`
 }
 
 // PacingConfig is how the model follows the wall clock.
 type PacingConfig struct {
-	Dilation     float64  `yaml:"dilation" doc:"wall seconds per simulated second: 1 = real time, 10 = the fabric runs ten times slower than the wall clock"`
-	LagThreshold Duration `yaml:"lag_threshold" unit:"time" doc:"lag above which a one-second interval is marked not real-time valid"`
-	Spin         Duration `yaml:"spin" unit:"time" doc:"poll instead of sleeping when the next event is this close (lower latency, more CPU)"`
+	Dilation     float64  `yaml:"dilation" json:"dilation" doc:"wall seconds per simulated second: 1 = real time, 10 = the fabric runs ten times slower than the wall clock"`
+	LagThreshold Duration `yaml:"lag_threshold" json:"lag_threshold" unit:"time" doc:"lag above which a one-second interval is marked not real-time valid"`
+	Spin         Duration `yaml:"spin" json:"spin" unit:"time" doc:"poll instead of sleeping when the next event is this close (lower latency, more CPU)"`
+	IdleSpin     Duration `yaml:"idle_spin" json:"idle_spin" unit:"time" doc:"keep polling for frames this long after the last work before sleeping (saves a wake-up per frame, costs CPU); 0 = off"`
 }
 
 // RunConfig is the configuration of the daemon (fabemu run).
 type RunConfig struct {
-	Model      ModelConfig      `yaml:"model"`
-	TAPs       []TAPConfig      `yaml:"taps"`
-	Background BackgroundConfig `yaml:"background"`
-	Pacing     PacingConfig     `yaml:"pacing"`
+	Model      ModelConfig      `yaml:"model" json:"model"`
+	TAPs       []TAPConfig      `yaml:"taps" json:"taps"`
+	Background BackgroundConfig `yaml:"background" json:"background"`
+	Pacing     PacingConfig     `yaml:"pacing" json:"pacing"`
 	// AdmitBytes bounds the bytes a TAP host may have in the fabric (read
 	// but not yet delivered); past it the daemon stops reading that device.
-	AdmitBytes int `yaml:"admit_bytes" unit:"bytes" doc:"bytes a TAP host may have in the fabric before the daemon stops reading its device (backpressure)"`
+	AdmitBytes int `yaml:"admit_bytes" json:"admit_bytes" unit:"bytes" doc:"bytes a TAP host may have in the fabric before the daemon stops reading its device (backpressure)"`
 	// TxQueue is each device's writer queue in frames.
-	TxQueue      int      `yaml:"tx_queue" unit:"frames" doc:"writer queue of each device; a frame delivered to a full queue is counted and refused"`
-	DrainTimeout Duration `yaml:"drain_timeout" unit:"time" doc:"on SIGTERM/SIGINT, how long to let frames in the fabric reach their devices"`
+	TxQueue      int      `yaml:"tx_queue" json:"tx_queue" unit:"frames" doc:"writer queue of each device; a frame delivered to a full queue is counted and refused"`
+	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout" unit:"time" doc:"on SIGTERM/SIGINT, how long to let frames in the fabric reach their devices"`
 	API          struct {
-		Socket string `yaml:"socket" doc:"unix socket of the control API (mode 0600); empty = none"`
-	} `yaml:"api"`
+		Socket string `yaml:"socket" json:"socket" doc:"unix socket of the control API (mode 0600); empty = none"`
+	} `yaml:"api" json:"api"`
 	Metrics struct {
-		Enabled bool `yaml:"enabled" doc:"serve Prometheus metrics on 127.0.0.1"`
-		Port    int  `yaml:"port" doc:"TCP port of the metrics endpoint on 127.0.0.1 (0 = any free port)"`
-	} `yaml:"metrics"`
+		Enabled bool `yaml:"enabled" json:"enabled" doc:"serve Prometheus metrics on 127.0.0.1"`
+		Port    int  `yaml:"port" json:"port" doc:"TCP port of the metrics endpoint on 127.0.0.1 (0 = any free port)"`
+	} `yaml:"metrics" json:"metrics"`
 	Log struct {
-		Format string `yaml:"format" doc:"json or console"`
-		Level  string `yaml:"level" doc:"debug, info, warn or error"`
-	} `yaml:"log"`
+		Format string `yaml:"format" json:"format" doc:"json or console"`
+		Level  string `yaml:"level" json:"level" doc:"debug, info, warn or error"`
+	} `yaml:"log" json:"log"`
 }
 
 // Defaults of RunConfig.
@@ -221,7 +222,7 @@ func (c *RunConfig) Validate() error {
 	if c.Pacing.Dilation <= 0 || c.Pacing.Dilation > 1e6 {
 		errs = append(errs, fmt.Errorf("pacing.dilation %g: want 0 < dilation <= 1e6", c.Pacing.Dilation))
 	}
-	if c.Pacing.LagThreshold <= 0 || c.Pacing.Spin < 0 {
+	if c.Pacing.LagThreshold <= 0 || c.Pacing.Spin < 0 || c.Pacing.IdleSpin < 0 {
 		errs = append(errs, errors.New("pacing: lag_threshold must be positive and spin not negative"))
 	}
 	if c.AdmitBytes < 65536 {

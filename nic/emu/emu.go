@@ -14,8 +14,8 @@
 //     carries the frame), then written to the destination device by that
 //     device's only writer, so the daemon never reorders a flow itself;
 //   - backpressure: each TAP host may have a bounded number of bytes in the
-//     fabric; past it, its forwarder stops taking frames from the device,
-//     whose reader then stops reading (the kernel's TAP queue applies);
+//     fabric; past it, the device's reader waits before handing the frame to
+//     the pacer and reads nothing more (the kernel's TAP queue applies);
 //   - ground-truth order: frames are numbered per (source TAP, destination
 //     TAP) stream at ingress (metadata, never written into the frame), and
 //     their order at egress is measured with reorder.OrderMeter (RFC 4737,
@@ -25,8 +25,9 @@
 //   - the daemon's configuration (RunConfig), its status (Status), the
 //     control API's HTTP handler and the Prometheus collector.
 //
-// Every model call happens on the pacer's loop goroutine; TAP readers and
-// forwarders only push into bounded channels.
+// Every model call happens on the pacer's loop goroutine; TAP readers only
+// push into the pacer's bounded input queue (no forwarding goroutine in
+// between: each hand-over is a wake-up that costs tens of microseconds).
 package emu
 
 import (
@@ -47,16 +48,12 @@ import (
 	"go.uber.org/zap"
 )
 
-// rxQueue is the bound of each device's inbound channel, in frames.
-const rxQueue = 64
-
 // port is one TAP device attached to a fabric host.
 type port struct {
 	idx  int
 	host int
 	cfg  TAPConfig
 	dev  *tap.Device
-	rx   chan *tap.Frame
 
 	// admission gate: bytes read and not yet delivered everywhere.
 	mu          sync.Mutex
@@ -65,7 +62,7 @@ type port struct {
 	stalls      atomic.Uint64
 
 	// loop-owned wall-clock timing of frames read from this device, ns
-	tSubmit, tIngress, tModel hist.Hist
+	tSubmit, tIngress, tModel, tEgress hist.Hist
 
 	// loop-owned counters
 	toFabric, toFabricBytes uint64
@@ -117,8 +114,6 @@ type Emulator struct {
 
 	background []int
 	quitting   atomic.Bool
-	quit       chan struct{}
-	fwd        sync.WaitGroup
 	loopErr    chan error
 	closeOnce  sync.Once
 	closeErr   error
@@ -145,7 +140,7 @@ func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 	n := sess.Topo.NumHosts()
 	e := &Emulator{cfg: cfg, model: model, log: log, sess: sess,
 		macs: map[ether.MAC]*port{}, streams: map[[2]int]*stream{},
-		quit: make(chan struct{}), loopErr: make(chan error, 1)}
+		loopErr: make(chan error, 1)}
 	e.doneFn = e.delivered
 	used := map[int]string{}
 	for i, tc := range cfg.TAPs {
@@ -160,7 +155,7 @@ func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 			return nil, fmt.Errorf("taps[%d] %s: host %d already has TAP %s", i, tc.Name, h, other)
 		}
 		used[h] = tc.Name
-		p := &port{idx: i, host: h, cfg: tc, rx: make(chan *tap.Frame, rxQueue)}
+		p := &port{idx: i, host: h, cfg: tc}
 		p.cond = sync.NewCond(&p.mu)
 		e.ports = append(e.ports, p)
 	}
@@ -200,7 +195,8 @@ func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 	// The pacer maps simulated time zero to now, after the devices are
 	// ready, so that setting them up does not count as lag.
 	e.pacer, err = des.NewPacer(sess.Eng, des.PacerConfig{Dilation: cfg.Pacing.Dilation,
-		LagThreshold: time.Duration(cfg.Pacing.LagThreshold), Spin: time.Duration(cfg.Pacing.Spin)})
+		LagThreshold: time.Duration(cfg.Pacing.LagThreshold), Spin: time.Duration(cfg.Pacing.Spin),
+		IdleSpin: time.Duration(cfg.Pacing.IdleSpin)})
 	if err != nil {
 		e.closeDevices()
 		return nil, err
@@ -208,45 +204,37 @@ func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 	return e, nil
 }
 
-// Start runs the pacer loop and starts every device's reader, writer and
-// forwarder.
+// Start runs the pacer loop and starts every device's reader and writer.
 func (e *Emulator) Start() error {
 	e.start = time.Now()
 	go func() { e.loopErr <- e.pacer.Run() }()
 	for _, p := range e.ports {
-		if err := p.dev.Start(p.rx); err != nil {
+		if err := p.dev.StartFunc(func(f *tap.Frame) bool { return e.submit(p, f) }); err != nil {
 			return err
 		}
-		e.fwd.Add(1)
-		go e.forward(p)
 	}
 	return nil
 }
 
-// forward moves frames from a device's inbound channel into the pacer, as
-// long as the device's host has room in the fabric.
-func (e *Emulator) forward(p *port) {
-	defer e.fwd.Done()
-	for {
-		var f *tap.Frame
-		select {
-		case f = <-p.rx:
-		case <-e.quit:
-			return
-		}
-		cost := len(f.Data)
-		if !e.acquire(p, cost) {
-			f.Release()
-			return
-		}
-		sub := time.Now()
-		err := e.pacer.Submit(des.Input{At: f.At, Fn: func(at des.Time) { e.ingress(p, f, cost, at, sub) }})
-		if err != nil {
-			e.release(p, cost)
-			f.Release()
-			return
-		}
+// submit runs on p's reader goroutine: it waits until p's host has room in
+// the fabric, then hands the frame straight to the pacer's input queue. It
+// returns false (the reader refuses the frame and stops) once the emulator
+// is stopping.
+func (e *Emulator) submit(p *port, f *tap.Frame) bool {
+	cost := len(f.Data)
+	if !e.acquire(p, cost) {
+		return false
 	}
+	sub := time.Now()
+	waited, err := e.pacer.SubmitWait(des.Input{At: f.At, Fn: func(at des.Time) { e.ingress(p, f, cost, at, sub) }})
+	if waited {
+		p.dev.AddStalls(1)
+	}
+	if err != nil {
+		e.release(p, cost)
+		return false
+	}
+	return true
 }
 
 // acquire waits until p's host may put cost more bytes into the fabric;
@@ -343,6 +331,7 @@ func (e *Emulator) delivered(m *nic.Message, at des.Time) {
 	if !ok {
 		return
 	}
+	t0 := time.Now()
 	st := tag.st
 	st.frames++
 	st.bytes += uint64(m.Bytes)
@@ -352,7 +341,8 @@ func (e *Emulator) delivered(m *nic.Message, at des.Time) {
 	nf := q.dev.NewFrame()
 	nf.Data = append(nf.Data, tag.ref.f.Data...)
 	nf.At = time.Now() // the writer measures its queue and write from here
-	tag.ref.src.tModel.Add(int64(nf.At.Sub(tag.ref.in)))
+	tag.ref.src.tModel.Add(int64(t0.Sub(tag.ref.in)))
+	tag.ref.src.tEgress.Add(int64(nf.At.Sub(t0)))
 	if err := q.dev.Send(nf); err != nil {
 		q.writeRefused++
 	} else {
@@ -400,13 +390,11 @@ func (e *Emulator) stopReading() {
 	if e.quitting.Swap(true) {
 		return
 	}
-	close(e.quit)
 	for _, p := range e.ports {
 		p.mu.Lock()
 		p.cond.Broadcast()
 		p.mu.Unlock()
 	}
-	e.fwd.Wait()
 }
 
 // Close stops the loop and removes every device (and namespace) the
@@ -431,15 +419,6 @@ func (e *Emulator) closeDevices() error {
 		}
 		if err := p.dev.Close(); err != nil {
 			errs = append(errs, err)
-		}
-		for {
-			select {
-			case f := <-p.rx:
-				f.Release()
-				continue
-			default:
-			}
-			break
 		}
 	}
 	return errors.Join(errs...)

@@ -77,7 +77,7 @@ type HostStatus struct {
 }
 
 // FramePath splits the wall time of a frame's trip through the daemon
-// into stages (ns). The first three are measured on frames read from this
+// into stages (ns). The first four are measured on frames read from this
 // host's device, the last two on frames written to it.
 type FramePath struct {
 	// ReadToSubmit: the read returned until the frame was offered to the
@@ -90,6 +90,9 @@ type FramePath struct {
 	// destination's writer queue (simulated latency times the dilation,
 	// plus the loop's lag).
 	Model hist.Summary `json:"model"`
+	// Egress: the delivered frame's bookkeeping on the loop (order meter,
+	// copy into a buffer of the destination device).
+	Egress hist.Summary `json:"egress"`
 	// WriterQueue: delivered until the destination's writer took it.
 	WriterQueue hist.Summary `json:"writer_queue"`
 	// Write: the write system call into the destination TAP.
@@ -146,7 +149,7 @@ func (e *Emulator) status() *Status {
 			Delivered: p.delivered, WriteRefused: p.writeRefused}
 		wt := p.dev.WriteTiming()
 		h.Path = FramePath{ReadToSubmit: p.tSubmit.Summarize(1), SubmitToIngress: p.tIngress.Summarize(1),
-			Model: p.tModel.Summarize(1), WriterQueue: wt.Queue.Summarize(1), Write: wt.Write.Summarize(1)}
+			Model: p.tModel.Summarize(1), Egress: p.tEgress.Summarize(1), WriterQueue: wt.Queue.Summarize(1), Write: wt.Write.Summarize(1)}
 		p.mu.Lock()
 		h.Outstanding = p.outstanding
 		p.mu.Unlock()

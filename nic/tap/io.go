@@ -178,20 +178,51 @@ func (d *Device) Start(in chan<- *Frame) error {
 	if in == nil {
 		return errors.New("tap: Start needs an inbound channel")
 	}
+	return d.start(func(f *Frame) bool {
+		select {
+		case in <- f:
+			return true
+		default:
+		}
+		// Backpressure: stop reading until the consumer admits this one.
+		d.ctr.stalls.Add(1)
+		select {
+		case in <- f:
+			return true
+		case <-d.done:
+			return false
+		}
+	})
+}
+
+// StartFunc launches the reader and the writer; the reader calls handle
+// for every valid frame on its own goroutine, without a hand-over. handle
+// takes ownership of the frame when it returns true. It may block, and
+// while it does the reader reads nothing more (the kernel's TAP queue
+// applies, as with Start). When it returns false the frame is refused
+// (counted as closed) and the reader stops: the consumer is shutting down.
+func (d *Device) StartFunc(handle func(*Frame) bool) error {
+	if handle == nil {
+		return errors.New("tap: StartFunc needs a handler")
+	}
+	return d.start(handle)
+}
+
+func (d *Device) start(handle func(*Frame) bool) error {
 	err := ErrStarted
 	d.startOnce.Do(func() {
 		err = nil
 		d.started.Store(true)
 		d.readerWG.Add(1)
 		d.writerWG.Add(1)
-		go d.readLoop(in)
+		go d.readLoop(handle)
 		go d.writeLoop()
 	})
 	return err
 }
 
 // readLoop is the device's only reader.
-func (d *Device) readLoop(in chan<- *Frame) {
+func (d *Device) readLoop(handle func(*Frame) bool) {
 	defer d.readerWG.Done()
 	for {
 		f := d.NewFrame()
@@ -229,25 +260,21 @@ func (d *Device) readLoop(in chan<- *Frame) {
 		}
 		f.Header, f.At = h, at
 		// Count before the hand-over so the counters never lag what the
-		// consumer has already received; undone if Close abandons it.
+		// consumer has already received; undone if it is refused.
 		d.ctr.framesIn.Add(1)
 		d.ctr.bytesIn.Add(uint64(n))
-		select {
-		case in <- f:
-		default:
-			// Backpressure: stop reading until the consumer admits this one.
-			d.ctr.stalls.Add(1)
-			select {
-			case in <- f:
-			case <-d.done:
-				d.ctr.framesIn.Add(^uint64(0))
-				d.ctr.bytesIn.Add(-uint64(n))
-				d.refuseIn(f, CauseClosed, n)
-				return
-			}
+		if !handle(f) {
+			d.ctr.framesIn.Add(^uint64(0))
+			d.ctr.bytesIn.Add(-uint64(n))
+			d.refuseIn(f, CauseClosed, n)
+			return
 		}
 	}
 }
+
+// AddStalls adds n to the reader-stall counter; a StartFunc handler that
+// blocks for backpressure reports it so.
+func (d *Device) AddStalls(n uint64) { d.ctr.stalls.Add(n) }
 
 func (d *Device) refuseIn(f *Frame, c Cause, n int) {
 	f.Release()
