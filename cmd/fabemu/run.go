@@ -41,7 +41,7 @@ type runFlags struct {
 	logLevel    string
 	dilation    float64
 	cpuprofile  string
-	idleSpin    time.Duration
+	precise     bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -96,7 +96,7 @@ namespaces).`,
 	fs.StringVar(&f.logFormat, "log-format", "", "json or console (overrides log.format)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (overrides log.level)")
 	fs.Float64Var(&f.dilation, "dilation", 0, "wall seconds per simulated second (overrides pacing.dilation)")
-	fs.DurationVar(&f.idleSpin, "idle-spin", -1, "poll for frames this long after the last work before sleeping (overrides pacing.idle_spin)")
+	fs.BoolVar(&f.precise, "precise-timer", false, "sleep on a timerfd (sets pacing.precise_timer)")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	_ = fs.MarkHidden("cpuprofile")
 	return cmd
@@ -153,8 +153,8 @@ func (f *runFlags) resolve(cmd *cobra.Command) (emu.RunConfig, error) {
 	if f.dilation != 0 {
 		cfg.Pacing.Dilation = f.dilation
 	}
-	if f.idleSpin >= 0 {
-		cfg.Pacing.IdleSpin = emu.Duration(f.idleSpin)
+	if f.precise {
+		cfg.Pacing.PreciseTimer = true
 	}
 	where := "config"
 	if f.config != "" {

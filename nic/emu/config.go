@@ -87,7 +87,7 @@ type PacingConfig struct {
 	Dilation     float64  `yaml:"dilation" json:"dilation" doc:"wall seconds per simulated second: 1 = real time, 10 = the fabric runs ten times slower than the wall clock"`
 	LagThreshold Duration `yaml:"lag_threshold" json:"lag_threshold" unit:"time" doc:"lag above which a one-second interval is marked not real-time valid"`
 	Spin         Duration `yaml:"spin" json:"spin" unit:"time" doc:"poll instead of sleeping when the next event is this close (lower latency, more CPU)"`
-	IdleSpin     Duration `yaml:"idle_spin" json:"idle_spin" unit:"time" doc:"keep polling for frames this long after the last work before sleeping (saves a wake-up per frame, costs CPU); 0 = off"`
+	PreciseTimer bool     `yaml:"precise_timer" doc:"sleep on a timerfd: no millisecond overshoot of sub-millisecond sleeps (lower lag), but a slower wake-up on input (higher ping round trip)"`
 }
 
 // RunConfig is the configuration of the daemon (fabemu run).
@@ -222,7 +222,7 @@ func (c *RunConfig) Validate() error {
 	if c.Pacing.Dilation <= 0 || c.Pacing.Dilation > 1e6 {
 		errs = append(errs, fmt.Errorf("pacing.dilation %g: want 0 < dilation <= 1e6", c.Pacing.Dilation))
 	}
-	if c.Pacing.LagThreshold <= 0 || c.Pacing.Spin < 0 || c.Pacing.IdleSpin < 0 {
+	if c.Pacing.LagThreshold <= 0 || c.Pacing.Spin < 0 {
 		errs = append(errs, errors.New("pacing: lag_threshold must be positive and spin not negative"))
 	}
 	if c.AdmitBytes < 65536 {

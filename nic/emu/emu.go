@@ -196,7 +196,7 @@ func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 	// ready, so that setting them up does not count as lag.
 	e.pacer, err = des.NewPacer(sess.Eng, des.PacerConfig{Dilation: cfg.Pacing.Dilation,
 		LagThreshold: time.Duration(cfg.Pacing.LagThreshold), Spin: time.Duration(cfg.Pacing.Spin),
-		IdleSpin: time.Duration(cfg.Pacing.IdleSpin)})
+		PreciseTimer: cfg.Pacing.PreciseTimer})
 	if err != nil {
 		e.closeDevices()
 		return nil, err
