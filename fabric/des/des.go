@@ -172,10 +172,16 @@ func (e *Engine) NextAt() Time {
 
 // Step fires the earliest event. It returns false when none is pending.
 func (e *Engine) Step() bool {
-	if e.q.len() == 0 {
+	k, ok := e.q.popUntil(Never)
+	if !ok {
 		return false
 	}
-	k := e.q.pop()
+	e.fire(k)
+	return true
+}
+
+// fire handles one popped event.
+func (e *Engine) fire(k key) {
 	e.now = k.at
 	e.fired++
 	// The handler gets a pointer into the slab. If it schedules events and
@@ -186,7 +192,6 @@ func (e *Engine) Step() bool {
 	ev.H.Handle(ev)
 	e.slab[k.slot].Ref = nil // drop the packet reference for the garbage collector
 	e.free = append(e.free, k.slot)
-	return true
 }
 
 // Stop makes the running RunUntil return after the current event.
@@ -200,10 +205,11 @@ func (e *Engine) RunUntil(until Time) uint64 {
 	start := e.fired
 	e.stopped = false
 	for !e.stopped {
-		if k, ok := e.q.min(); !ok || k.at > until {
+		k, ok := e.q.popUntil(until)
+		if !ok {
 			break
 		}
-		e.Step()
+		e.fire(k)
 	}
 	if !e.stopped && until != Never && e.now < until {
 		e.now = until

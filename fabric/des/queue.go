@@ -72,8 +72,11 @@ func (q *queue) insert(b int64, k key) {
 	q.inWheel++
 }
 
-// pop removes and returns the earliest key; the queue must not be empty.
-func (q *queue) pop() key {
+// popUntil removes and returns the earliest key if it is due by until.
+// It never moves the wheel past the bucket of until, so that events
+// scheduled later at or after until still land in or after the current
+// bucket.
+func (q *queue) popUntil(until Time) (key, bool) {
 	for {
 		i := int(q.cur & wheelMask)
 		bk := q.buckets[i]
@@ -83,6 +86,9 @@ func (q *queue) pop() key {
 				q.curSort = true
 			}
 			k := bk[q.curPos]
+			if k.at > until {
+				return key{}, false
+			}
 			q.curPos++
 			q.inWheel--
 			if q.curPos == len(bk) {
@@ -90,15 +96,23 @@ func (q *queue) pop() key {
 				q.curPos = 0
 				q.nonEmpty[i>>6] &^= 1 << uint(i&63)
 			}
-			return k
+			return k, true
 		}
 		// The current bucket is drained: move to the next non-empty one,
-		// or to the far heap's earliest bucket.
-		if q.inWheel > 0 {
-			q.cur += int64(q.nextNonEmpty(i))
-		} else {
-			q.cur = bucketOf(q.far[0].at)
+		// or to the far heap's earliest bucket, unless that is past until.
+		var next int64
+		switch {
+		case q.inWheel > 0:
+			next = q.cur + int64(q.nextNonEmpty(i))
+		case len(q.far) > 0:
+			next = bucketOf(q.far[0].at)
+		default:
+			return key{}, false
 		}
+		if next > bucketOf(until) {
+			return key{}, false
+		}
+		q.cur = next
 		q.curPos, q.curSort = 0, false
 		for len(q.far) > 0 && bucketOf(q.far[0].at) < q.cur+wheelSize {
 			var k key
