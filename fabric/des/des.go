@@ -119,7 +119,9 @@ type Engine struct {
 
 // New returns an engine at time zero.
 func New() *Engine {
-	return &Engine{slab: make([]Event, 0, 1024)}
+	e := &Engine{slab: make([]Event, 0, 1024)}
+	e.q.init()
+	return e
 }
 
 // Now returns the current simulated time: the time of the event being

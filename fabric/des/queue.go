@@ -32,6 +32,18 @@ const (
 	wheelMask   = wheelSize - 1
 )
 
+// bucketCap is the room every bucket starts with, carved from one
+// allocation, so that the first laps of the wheel do not grow 16,384 small
+// slices one append at a time.
+const bucketCap = 4
+
+func (q *queue) init() {
+	backing := make([]key, wheelSize*bucketCap)
+	for i := range q.buckets {
+		q.buckets[i] = backing[i*bucketCap : i*bucketCap : (i+1)*bucketCap]
+	}
+}
+
 func bucketOf(t Time) int64 { return int64(t) >> bucketShift }
 
 func (q *queue) len() int { return q.inWheel + len(q.far) }
