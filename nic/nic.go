@@ -59,9 +59,11 @@ type Message struct {
 
 // host is one NIC.
 type host struct {
-	injQ    pktQueue
-	nextSeq seqTable // per destination stream
-	wantSeq seqTable // per source stream, at this destination
+	// queuedWire is the wire bytes waiting in injQ (not yet started).
+	queuedWire int64
+	injQ       pktQueue
+	nextSeq    seqTable // per destination stream
+	wantSeq    seqTable // per source stream, at this destination
 }
 
 // denseSeqHosts is the largest host count for which each NIC keeps its
@@ -221,6 +223,7 @@ func (nw *Network) Send(m *Message) {
 	}
 	h := &nw.hosts[m.Src]
 	wasEmpty := h.injQ.size == 0
+	h.queuedWire += m.Bytes + int64(n)*int64(nw.cfg.HeaderBytes)
 	for i := int32(0); i < n; i++ {
 		pay := min(left, mtu)
 		left -= pay
@@ -242,6 +245,18 @@ func (nw *Network) Send(m *Message) {
 	}
 }
 
+// QueueDrainTime returns how long host h's injection link needs, at the
+// least, to start every packet now waiting in its injection queue: their
+// serialization times back to back. A packet queued behind them cannot
+// start before that. It returns -1 when end-to-end delivery control
+// schedules connections itself (the queue is then not one FIFO).
+func (nw *Network) QueueDrainTime(h int) des.Time {
+	if nw.del != nil {
+		return -1
+	}
+	return nw.fab.Config().SerializationTime(int(nw.hosts[h].queuedWire))
+}
+
 // Peek implements fabric.Endpoint.
 func (nw *Network) Peek(h int) *fabric.Packet {
 	if nw.del != nil {
@@ -256,7 +271,8 @@ func (nw *Network) Pop(h int, at des.Time) {
 		nw.del.pop(h)
 		return
 	}
-	nw.hosts[h].injQ.pop()
+	p := nw.hosts[h].injQ.pop()
+	nw.hosts[h].queuedWire -= int64(p.Size)
 	nw.Queued--
 }
 

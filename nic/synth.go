@@ -34,6 +34,7 @@ type synth struct {
 	rngs    []*rand.Rand
 	end     des.Time
 	active  int
+	maxSer  des.Time // serialization time of the largest packet
 }
 
 func newSynth(nw *Network, eng *des.Engine, c TrafficConfig, link traffic.Link, seed uint64, end des.Time) (*synth, error) {
@@ -57,6 +58,7 @@ func newSynth(nw *Network, eng *des.Engine, c TrafficConfig, link traffic.Link, 
 	s := &synth{nw: nw, eng: eng, pattern: pat, sizes: sizes, end: end,
 		procs: make([]traffic.Process, n), rngs: make([]*rand.Rand, n),
 		active: traffic.ActiveSources(pat)}
+	s.maxSer = des.Time(link.Picos(int64(link.MTU+link.Overhead)) + 1)
 	mean := sizes.MeanPicos(link)
 	var phases traffic.Phases
 	if c.Phases != "" {
@@ -107,17 +109,42 @@ func (s *synth) start() {
 	}
 }
 
-// Handle creates one message at host ev.A and schedules the next.
+// aheadHorizon bounds how far ahead of the clock a backlogged host's
+// messages are created (see Handle).
+const aheadHorizon = 20 * des.Microsecond
+
+// Handle creates the message due at host ev.A and schedules the next.
+//
+// A host whose injection queue is backlogged creates its following
+// messages at once, with their own generation times, instead of one event
+// each. A message for time t queued now behind packets whose
+// serialization, all but the last, takes longer than t-now finds the
+// queue still non-empty at t (so in the one-event-each model its creation
+// would not have woken the NIC either) and cannot reach the link before t:
+// nothing can observe the difference (the same draws, the same generation
+// times, the same queue order). This saves an event per packet at
+// saturation, where sources are always backlogged. Creation runs at most
+// aheadHorizon ahead.
 func (s *synth) Handle(ev *des.Event) {
 	h := int(ev.A)
-	now := int64(ev.At)
+	now := ev.At
 	r := s.rngs[h]
-	if dst, ok := s.pattern.Dest(h, now, r); ok {
-		m := s.nw.NewMessage()
-		m.Src, m.Dst, m.Bytes, m.Gen = h, dst, int64(s.sizes.Draw(r)), ev.At
-		s.nw.Send(m)
-	}
-	if t := s.procs[h].Next(now, r); t < int64(s.end) {
-		s.eng.Schedule(des.Time(t), s, 0, int32(h), nil)
+	t := now
+	for {
+		if dst, ok := s.pattern.Dest(h, int64(t), r); ok {
+			m := s.nw.NewMessage()
+			m.Src, m.Dst, m.Bytes, m.Gen = h, dst, int64(s.sizes.Draw(r)), t
+			s.nw.Send(m)
+		}
+		next := des.Time(s.procs[h].Next(int64(t), r))
+		if next >= s.end {
+			return
+		}
+		if next-now <= aheadHorizon && s.nw.QueueDrainTime(h)-s.maxSer > next-now {
+			t = next
+			continue
+		}
+		s.eng.Schedule(next, s, 0, int32(h), nil)
+		return
 	}
 }
