@@ -189,7 +189,7 @@ func (f *Fabric) InjectionBusy(h int) bool {
 // input buffer, as far as the NIC knows.
 func (f *Fabric) InjectionCredits(h, vl int) int {
 	o := &f.out[f.hostOut[h]]
-	if len(o.creditQ) > 0 {
+	if o.creditH < len(o.creditQ) {
 		f.absorb(o)
 	}
 	return int(o.credits[vl])

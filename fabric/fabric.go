@@ -168,6 +168,7 @@ type outPort struct {
 	// port that waits for credits gets a wake-up event.
 	lazy    bool
 	creditQ []creditArrival
+	creditH int  // creditQ[creditH:] are still travelling
 	waiting bool // has a packet that lacks credits
 	woken   bool // an opCreditWake is pending
 }
@@ -181,25 +182,30 @@ type creditArrival struct {
 // absorb applies the credits that have arrived by now.
 func (f *Fabric) absorb(o *outPort) {
 	now := f.eng.Now()
-	n := 0
-	for n < len(o.creditQ) && o.creditQ[n].at <= now {
-		c := o.creditQ[n]
+	h := o.creditH
+	for h < len(o.creditQ) && o.creditQ[h].at <= now {
+		c := o.creditQ[h]
 		o.credits[c.vl] += c.blocks
 		f.in[o.down].creditsInFlight[c.vl] -= c.blocks
-		n++
+		h++
 	}
-	if n > 0 {
-		o.creditQ = append(o.creditQ[:0], o.creditQ[n:]...)
+	switch {
+	case h == len(o.creditQ):
+		o.creditQ, h = o.creditQ[:0], 0
+	case h >= 32 && 2*h >= len(o.creditQ):
+		n := copy(o.creditQ, o.creditQ[h:]) // compact now and then
+		o.creditQ, h = o.creditQ[:n], 0
 	}
+	o.creditH = h
 }
 
 // wakeForCredits arranges for a waiting lazy port to try again when the
 // next credit packet arrives.
 func (f *Fabric) wakeForCredits(oi int32, o *outPort) {
 	o.waiting = true
-	if !o.woken && len(o.creditQ) > 0 {
+	if !o.woken && o.creditH < len(o.creditQ) {
 		o.woken = true
-		f.eng.Schedule(o.creditQ[0].at, f, opCreditWake, oi, nil)
+		f.eng.Schedule(o.creditQ[o.creditH].at, f, opCreditWake, oi, nil)
 	}
 }
 
@@ -523,7 +529,7 @@ func (r *roomer) Room(port, vl int32) (bool, int) {
 	}
 	o := &r.f.out[r.sw.out[port]]
 	if r.f.cioq {
-		if len(o.creditQ) > 0 {
+		if o.creditH < len(o.creditQ) {
 			r.f.absorb(o)
 		}
 		if o.xbar {
@@ -779,7 +785,7 @@ func (f *Fabric) transmit(oi int32) {
 		}
 		o.idleAt = start
 	}
-	if o.lazy && len(o.creditQ) > 0 {
+	if o.lazy && o.creditH < len(o.creditQ) {
 		f.absorb(o)
 	}
 	o.waiting = false
