@@ -180,10 +180,7 @@ var errReplayRange = errors.New("replay time beyond the simulator's range (about
 // Validate checks the configuration on its own; what depends on the
 // topology (disk and host counts) is checked when the replay is built.
 func (c *ReplaySimConfig) Validate() error {
-	if err := c.Routing.Validate(); err != nil {
-		return fmt.Errorf("routing: %w", err)
-	}
-	if err := c.Fabric.Validate(); err != nil {
+	if err := validateModel(&c.Topology, c.Routing, c.Fabric); err != nil {
 		return err
 	}
 	if err := c.NIC.Validate(); err != nil {

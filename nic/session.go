@@ -30,10 +30,7 @@ type SimConfig struct {
 
 // Validate checks every part.
 func (c *SimConfig) Validate() error {
-	if err := c.Routing.Validate(); err != nil {
-		return fmt.Errorf("routing: %w", err)
-	}
-	if err := c.Fabric.Validate(); err != nil {
+	if err := validateModel(&c.Topology, c.Routing, c.Fabric); err != nil {
 		return err
 	}
 	if err := c.NIC.Validate(); err != nil {
@@ -49,6 +46,18 @@ func (c *SimConfig) Validate() error {
 		return fmt.Errorf("traffic.load %g: must not be negative", c.Traffic.Load)
 	}
 	return nil
+}
+
+// validateModel checks the parts every run shares: topology, routing and
+// fabric (the NIC is checked by the caller, with its delivery options).
+func validateModel(t *topo.Config, r route.Config, f fabric.Config) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("routing: %w", err)
+	}
+	return f.Validate()
 }
 
 // Session is an assembled model: engine, topology, router, fabric and
