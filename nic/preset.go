@@ -22,12 +22,14 @@ type Preset struct {
 // base is the InfiniBand model of paper 004 §4.1 with uniform traffic.
 func base() SimConfig {
 	return SimConfig{
-		Topology: topo.DefaultConfig(topo.KindTorus),
-		Routing:  route.DefaultConfig(),
-		Fabric:   fabric.DefaultConfig(),
-		NIC:      DefaultConfig(),
-		Traffic:  DefaultTrafficConfig(),
-		Run:      RunConfig{Seed: 1, Duration: 1 * des.Millisecond, Warmup: 100 * des.Microsecond},
+		Model: Model{
+			Topology: topo.DefaultConfig(topo.KindTorus),
+			Routing:  route.DefaultConfig(),
+			Fabric:   fabric.DefaultConfig(),
+			NIC:      DefaultConfig(),
+		},
+		Traffic: DefaultTrafficConfig(),
+		Run:     RunConfig{Seed: 1, Duration: 1 * des.Millisecond, Warmup: 100 * des.Microsecond},
 	}
 }
 

@@ -14,10 +14,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/fabric/des"
-	"github.com/fabemu/fabemu/fabric/route"
-	"github.com/fabemu/fabemu/fabric/topo"
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/internal/rng"
 	"github.com/fabemu/fabemu/internal/units"
@@ -92,12 +89,9 @@ type ReplayRunConfig struct {
 // ReplaySimConfig is everything a trace replay needs: the model parts of a
 // SimConfig with a trace mapping instead of synthetic traffic.
 type ReplaySimConfig struct {
-	Topology topo.Config     `yaml:"topology" json:"topology"`
-	Routing  route.Config    `yaml:"routing" json:"routing"`
-	Fabric   fabric.Config   `yaml:"fabric" json:"fabric"`
-	NIC      Config          `yaml:"nic" json:"nic"`
-	Replay   ReplayConfig    `yaml:"replay" json:"replay"`
-	Run      ReplayRunConfig `yaml:"run" json:"run"`
+	Model  `yaml:",inline"`
+	Replay ReplayConfig    `yaml:"replay" json:"replay"`
+	Run    ReplayRunConfig `yaml:"run" json:"run"`
 }
 
 // DefaultReplayConfig is paper 004's mapping: 23 disks at random host
@@ -131,7 +125,7 @@ func ReplayPreset(name string) (ReplaySimConfig, error) {
 	if err != nil {
 		return ReplaySimConfig{}, err
 	}
-	c := ReplaySimConfig{Topology: p.Topology, Routing: p.Routing, Fabric: p.Fabric, NIC: p.NIC,
+	c := ReplaySimConfig{Model: p.Model,
 		Replay: DefaultReplayConfig(),
 		Run:    ReplayRunConfig{Seed: p.Run.Seed, DrainTimeout: 1 * des.Second}}
 	if cf, ok := paperCompression[name]; ok {
@@ -180,7 +174,7 @@ var errReplayRange = errors.New("replay time beyond the simulator's range (about
 // Validate checks the configuration on its own; what depends on the
 // topology (disk and host counts) is checked when the replay is built.
 func (c *ReplaySimConfig) Validate() error {
-	if err := validateModel(&c.Topology, c.Routing, c.Fabric); err != nil {
+	if err := c.Model.validate(); err != nil {
 		return err
 	}
 	if err := c.NIC.Validate(); err != nil {

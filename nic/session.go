@@ -20,17 +20,24 @@ type RunConfig struct {
 
 // SimConfig is everything a synthetic-traffic run needs.
 type SimConfig struct {
+	Model   `yaml:",inline"`
+	Traffic TrafficConfig `yaml:"traffic" json:"traffic"`
+	Run     RunConfig     `yaml:"run" json:"run"`
+}
+
+// Model is the simulated machine every kind of run shares: topology,
+// routing, fabric and NICs. Sim and replay configurations embed it, so
+// its keys sit at the top level of their files.
+type Model struct {
 	Topology topo.Config   `yaml:"topology" json:"topology"`
 	Routing  route.Config  `yaml:"routing" json:"routing"`
 	Fabric   fabric.Config `yaml:"fabric" json:"fabric"`
 	NIC      Config        `yaml:"nic" json:"nic"`
-	Traffic  TrafficConfig `yaml:"traffic" json:"traffic"`
-	Run      RunConfig     `yaml:"run" json:"run"`
 }
 
 // Validate checks every part.
 func (c *SimConfig) Validate() error {
-	if err := validateModel(&c.Topology, c.Routing, c.Fabric); err != nil {
+	if err := c.Model.validate(); err != nil {
 		return err
 	}
 	if err := c.NIC.Validate(); err != nil {
@@ -48,16 +55,16 @@ func (c *SimConfig) Validate() error {
 	return nil
 }
 
-// validateModel checks the parts every run shares: topology, routing and
-// fabric (the NIC is checked by the caller, with its delivery options).
-func validateModel(t *topo.Config, r route.Config, f fabric.Config) error {
-	if err := t.Validate(); err != nil {
+// validate checks topology, routing and fabric (the NIC is checked by the
+// caller, with its delivery options).
+func (m *Model) validate() error {
+	if err := m.Topology.Validate(); err != nil {
 		return err
 	}
-	if err := r.Validate(); err != nil {
+	if err := m.Routing.Validate(); err != nil {
 		return fmt.Errorf("routing: %w", err)
 	}
-	return f.Validate()
+	return m.Fabric.Validate()
 }
 
 // Session is an assembled model: engine, topology, router, fabric and
