@@ -2,7 +2,6 @@ package nic
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -178,22 +177,12 @@ func TestPSNWraparound(t *testing.T) {
 	runOK(t, c)
 }
 
-func summaryJSON(t *testing.T, s *Summary) []byte {
-	t.Helper()
-	s.Run = nil
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestDeliveryDeterminism: the same config and seed give the same summary.
 func TestDeliveryDeterminism(t *testing.T) {
 	for _, pol := range []injection.Kind{injection.LI, injection.LW, injection.Unlimited} {
 		c := withDelivery(deliveryNet(t, "irregular8"), DeliveryAdaptiveInOrder, "static:2KiB", pol)
-		a := summaryJSON(t, runOK(t, c))
-		b := summaryJSON(t, runOK(t, c))
+		a := marshalModel(t, runOK(t, c))
+		b := marshalModel(t, runOK(t, c))
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s: two runs differ", pol)
 		}
@@ -216,7 +205,7 @@ func TestDeliveryAutoUnchanged(t *testing.T) {
 		if auto.Delivery != string(named.NIC.Delivery.Mode) {
 			t.Errorf("auto with %s routing gave delivery %q", rm, auto.Delivery)
 		}
-		a, b := summaryJSON(t, auto), summaryJSON(t, n)
+		a, b := marshalModel(t, auto), marshalModel(t, n)
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s: auto and named delivery differ", rm)
 		}
