@@ -163,7 +163,9 @@ func LinePlot(path, title, xlabel, ylabel string, series []Series, opts PlotOpti
 		return fmt.Errorf("report: plot %s: y axis: %w", path, err)
 	}
 	p.X.Tick.Marker = readableTicks{p.X.Tick.Marker}
-	p.Y.Tick.Marker = readableTicks{p.Y.Tick.Marker}
+	if !opts.LogY { // logTicks labels its own ticks
+		p.Y.Tick.Marker = readableTicks{p.Y.Tick.Marker}
+	}
 	placeLegend(p, opts.Legend)
 	return savePlot(p, path, format, opts)
 }
@@ -485,11 +487,18 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	if n >= 2 {
 		return ticks
 	}
-	return plot.DefaultTicks{}.Ticks(lo, hi)
+	ticks = plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = FormatFloat(ticks[i].Value, 6)
+		}
+	}
+	return ticks
 }
 
-// readableTicks relabels major ticks with FormatFloat: thousands
-// separators, no float noise ("0.30000000000000004"), and an exact 0.
+// readableTicks relabels major ticks of a linear axis with FormatFloat:
+// thousands separators, no float noise ("0.30000000000000004"), and an
+// exact 0 for a tick within 1e-9 of the range from zero.
 type readableTicks struct{ plot.Ticker }
 
 func (t readableTicks) Ticks(lo, hi float64) []plot.Tick {

@@ -239,7 +239,7 @@ func TestLogTicks(t *testing.T) {
 		{0, 10, ""},
 	}
 	for _, tt := range tests {
-		got := labels(readableTicks{logTicks{}}.Ticks(tt.lo, tt.hi))
+		got := labels(logTicks{}.Ticks(tt.lo, tt.hi))
 		if got != tt.want {
 			t.Errorf("logTicks(%v, %v) labels %q, want %q", tt.lo, tt.hi, got, tt.want)
 		}
