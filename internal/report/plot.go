@@ -212,6 +212,15 @@ func BarPlot(path, title, ylabel string, bars []Bar, opts PlotOptions) error {
 	chart.LineStyle.Width = 0
 	p.Add(chart)
 
+	if lo < 0 {
+		// Bars go both ways: draw the zero baseline they grow from.
+		base, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: 0}, {X: float64(len(bars)) - 0.5, Y: 0}})
+		if err != nil {
+			return fmt.Errorf("report: plot %s: %w", path, err)
+		}
+		base.Width = vg.Points(0.75)
+		p.Add(base)
+	}
 	if err := addValueLabels(p, bars); err != nil {
 		return fmt.Errorf("report: plot %s: %w", path, err)
 	}
