@@ -346,20 +346,6 @@ type NICStats struct {
 	MMSBytes int64 `json:"mms_bytes"`
 	// MBSBytes is the largest buffer any single connection used (paper 004 "MBS").
 	MBSBytes int64 `json:"mbs_bytes"`
-	// DeliveredPackets and DeliveredBytes count packets handed to hosts in order.
-	DeliveredPackets uint64 `json:"delivered_packets"`
-	DeliveredBytes   uint64 `json:"delivered_bytes"`
-	// StoredPackets counts early packets that were stored (once per storing).
-	StoredPackets uint64 `json:"stored_packets"`
-	// RejectedPackets counts every NACKed packet: arrivals refused plus
-	// stored packets evicted to make room. EvictedPackets is the second part.
-	RejectedPackets uint64 `json:"rejected_packets"`
-	EvictedPackets  uint64 `json:"evicted_packets"`
-	// DuplicatePackets counts arrivals dropped as duplicates (already
-	// delivered, or already stored).
-	DuplicatePackets uint64 `json:"duplicate_packets"`
-	// Acks and Nacks count the control packets the NIC must send back:
-	// one cumulative ACK per Arrive that reported one, one NACK per rejected packet.
-	Acks  uint64 `json:"acks"`
-	Nacks uint64 `json:"nacks"`
+	// Counts sums the counters of every connection on this memory.
+	Counts
 }

@@ -272,18 +272,27 @@ type ConnStats struct {
 	// StoredNowPackets and StoredNowBytes are the current buffer contents.
 	StoredNowPackets int   `json:"stored_now_packets"`
 	StoredNowBytes   int64 `json:"stored_now_bytes"`
+	Counts
+}
+
+// Counts are the packet counters a receiver keeps for its connection and
+// its Memory sums over every connection of the NIC. Embedded, their JSON
+// keys sit beside the other statistics.
+type Counts struct {
 	// DeliveredPackets and DeliveredBytes count packets handed to the host in order.
 	DeliveredPackets uint64 `json:"delivered_packets"`
 	DeliveredBytes   uint64 `json:"delivered_bytes"`
 	// StoredPackets counts early packets stored (once per storing).
 	StoredPackets uint64 `json:"stored_packets"`
-	// RejectedPackets counts NACKed packets: refused arrivals plus evicted
-	// stored packets; EvictedPackets is the second part.
+	// RejectedPackets counts every NACKed packet: arrivals refused plus
+	// stored packets evicted to make room. EvictedPackets is the second part.
 	RejectedPackets uint64 `json:"rejected_packets"`
 	EvictedPackets  uint64 `json:"evicted_packets"`
-	// DuplicatePackets counts arrivals dropped as duplicates.
+	// DuplicatePackets counts arrivals dropped as duplicates (already
+	// delivered, or already stored).
 	DuplicatePackets uint64 `json:"duplicate_packets"`
-	// Acks and Nacks count control packets to send back to the source.
+	// Acks and Nacks count the control packets the NIC must send back:
+	// one cumulative ACK per Arrive that reported one, one NACK per rejected packet.
 	Acks  uint64 `json:"acks"`
 	Nacks uint64 `json:"nacks"`
 }

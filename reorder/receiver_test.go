@@ -182,8 +182,8 @@ func TestReceiverStats(t *testing.T) {
 	// 2,3,4 stored; 1 evicts 4; 5 rejected; 4 stored again? no: buffer holds 1,2,3 (full) and
 	// 4 > all, so it is rejected; 0 delivers 0..3.
 	got := r.Stats()
-	want := ConnStats{MBSBytes: 300, MaxStoredPackets: 3, DeliveredPackets: 4, DeliveredBytes: 400,
-		StoredPackets: 4, RejectedPackets: 3, EvictedPackets: 1, Acks: 1, Nacks: 3}
+	want := ConnStats{MBSBytes: 300, MaxStoredPackets: 3, Counts: Counts{DeliveredPackets: 4, DeliveredBytes: 400,
+		StoredPackets: 4, RejectedPackets: 3, EvictedPackets: 1, Acks: 1, Nacks: 3}}
 	if got != want {
 		t.Errorf("conn stats\n got %+v\nwant %+v", got, want)
 	}
