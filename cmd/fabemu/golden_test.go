@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// update rewrites the golden files from the current code:
+//
+//	go test ./cmd/fabemu -run TestGolden -update
+//
+// A change that alters a golden file is its own commit that says why.
+var update = flag.Bool("update", false, "rewrite testdata/golden/*.json from the current outputs")
+
+// goldenRuns are the regression net of the model: one short run per preset
+// family, both switch architectures, every delivery mode, a trace replay of
+// the embedded sample and one experiment. Their JSON summaries, without
+// the wall-clock "run" objects, must stay byte-identical through any
+// refactoring; only a change of behaviour may change them.
+var goldenRuns = []struct {
+	name string
+	args []string
+}{
+	// torus, CIOQ, deterministic (dimension order with datelines)
+	{"sim-torus8x8-dor", []string{"sim", "--preset", "torus8x8-dor", "--load", "0.5", "--duration", "40us", "--warmup", "10us"}},
+	// torus, input-queued, adaptive with a dimension-order escape
+	{"sim-torus8x8-iq-adaptive", []string{"sim", "--preset", "torus8x8-dor", "--routing", "adaptive", "--load", "0.6", "--set", "fabric.output_buffer=0", "--duration", "40us", "--warmup", "10us"}},
+	// irregular, adaptive-ooo under bit-reversal
+	{"sim-irregular16-ooo-bitrev", []string{"sim", "--preset", "paper004-irregular16", "--delivery", "adaptive-ooo", "--pattern", "bitrev", "--load", "0.3", "--duration", "40us", "--warmup", "10us"}},
+	// irregular, adaptive-inorder with static buffers and ADAP-LI past saturation
+	{"sim-irregular32-inorder-li", []string{"sim", "--preset", "paper004-irregular32", "--delivery", "adaptive-inorder", "--reorder", "static:2KiB", "--injection", "li", "--load", "0.5", "--duration", "40us", "--warmup", "10us"}},
+	// torus with many hosts per switch, adaptive-inorder with ADAP-LW
+	{"sim-torus4x4-inorder-lw", []string{"sim", "--preset", "paper004-torus4x4", "--delivery", "adaptive-inorder", "--reorder", "static:4KiB", "--injection", "lw", "--load", "0.4", "--duration", "30us", "--warmup", "5us"}},
+	// MIN with paper 000's switch (CIOQ, speedup 1.5), hot spot
+	{"sim-min64-hotspot", []string{"sim", "--preset", "paper000-min64", "--pattern", "hotspot", "--load", "0.6", "--duration", "30us", "--warmup", "5us"}},
+	// MIN of input-queued switches (paper 003), corner case 2
+	{"sim-min256-8x8-iq-corner2", []string{"sim", "--preset", "paper003-min256-8x8", "--pattern", "corner2", "--load", "0.8", "--duration", "20us", "--warmup", "5us"}},
+	// 3-D torus, adaptive, exponential arrivals
+	{"sim-8ary3cube-adaptive", []string{"sim", "--preset", "paper001-8ary3cube", "--load", "0.4", "--duration", "10us", "--warmup", "2us"}},
+	// 2-D torus with two adaptive lanes and small escape buffers
+	{"sim-torus16x16-adaptive", []string{"sim", "--preset", "paper002-torus16x16", "--load", "0.7", "--duration", "15us", "--warmup", "5us"}},
+	// the live-traffic fabric (mesh, 10 Gb/s, 4 KB MTU), size mix
+	{"sim-tap-square-mix", []string{"sim", "--preset", "tap-square-10g", "--routing", "adaptive", "--sizes", "64:0.5,4096:0.5", "--load", "0.7", "--duration", "40us", "--warmup", "10us"}},
+	// trace replay of the embedded sample, deterministic and adaptive-inorder
+	{"replay-sample-det", []string{"replay", "--limit", "2000", "--compression", "20"}},
+	{"replay-sample-inorder", []string{"replay", "--limit", "2000", "--compression", "20", "--delivery", "adaptive-inorder", "--reorder", "dynamic:256KiB,cap=128KiB", "--injection", "li"}},
+	// one experiment: a paper004-table2 row against DET
+	{"experiment-table2-row", []string{"experiment", filepath.Join("testdata", "golden", "experiment-row.yaml")}},
+}
+
+// TestGolden runs every golden run and compares its JSON output with
+// testdata/golden/NAME.json.
+func TestGolden(t *testing.T) {
+	for _, g := range goldenRuns {
+		t.Run(g.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out.json")
+			if _, err := run(t, append(g.args, "--json", out)...); err != nil {
+				t.Fatalf("fabemu %s: %v", strings.Join(g.args, " "), err)
+			}
+			raw, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := stripRunInfo(raw)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, raw)
+			}
+			path := filepath.Join("testdata", "golden", g.name+".json")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("fabemu %s: output differs from %s at %s (go test ./cmd/fabemu -run TestGolden -update rewrites it; a behaviour change is its own commit)",
+					strings.Join(g.args, " "), path, firstDiff(got, want))
+			}
+		})
+	}
+}
+
+// stripRunInfo removes every "run" object that describes the run itself
+// (wall time, events per second: it has a "wall_seconds" key) and every
+// other "wall_seconds", and re-indents the document. Configuration objects also named "run" stay.
+func stripRunInfo(raw []byte) ([]byte, error) {
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // keep numbers exactly as written
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	var strip func(v any)
+	strip = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if r, ok := x["run"].(map[string]any); ok {
+				if _, wall := r["wall_seconds"]; wall {
+					delete(x, "run")
+				}
+			}
+			delete(x, "wall_seconds") // an experiment's total
+			for _, c := range x {
+				strip(c)
+			}
+		case []any:
+			for _, c := range x {
+				strip(c)
+			}
+		}
+	}
+	strip(doc)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// firstDiff names the first line where got and want differ.
+func firstDiff(got, want []byte) string {
+	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := 0; i < len(g) && i < len(w); i++ {
+		if g[i] != w[i] {
+			return "line " + strconv.Itoa(i+1) + ": got " + strings.TrimSpace(g[i]) + ", want " + strings.TrimSpace(w[i])
+		}
+	}
+	return "line " + strconv.Itoa(min(len(g), len(w))+1) + " (one is longer)"
+}
