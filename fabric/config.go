@@ -16,11 +16,13 @@ type Config struct {
 	PropagationPerM des.Time      `yaml:"propagation_per_m" json:"propagation_per_m" unit:"time/m" doc:"propagation delay per metre of cable (copper: 5ns)" paper:"004 §4.1"`
 	RoutingDelay    des.Time      `yaml:"routing_delay" json:"routing_delay" unit:"time" doc:"switch routing time: forwarding table, arbiter and crossbar set-up" paper:"004 §4.1"`
 	InputBuffer     units.Bytes   `yaml:"input_buffer" json:"input_buffer" unit:"bytes" doc:"input buffer per switch port, shared out to the virtual lanes" paper:"004 §4.1"`
-	OutputBuffer    units.Bytes   `yaml:"output_buffer" json:"output_buffer" unit:"bytes" doc:"output buffer per switch port (CIOQ); 0 means input-queued, crossbar feeding the link directly" paper:"004 §4.1"`
+	OutputBuffer    units.Bytes   `yaml:"output_buffer" json:"output_buffer" unit:"bytes" doc:"output buffer per switch port, for architectures that have one (cioq); input-queued switches (iq) ignore it" paper:"004 §4.1"`
 	EscapeVLBuffer  units.Bytes   `yaml:"escape_vl_buffer" json:"escape_vl_buffer" unit:"bytes" doc:"buffer of each escape lane in adaptive mode; 0 = one largest packet (paper: the escape queue holds one MTU packet, the adaptive queue the rest)" paper:"004 §4.1"`
 	NICBuffer       units.Bytes   `yaml:"nic_buffer" json:"nic_buffer" unit:"bytes" doc:"reception buffer of a NIC per virtual lane (it is drained at once, so it only has to cover the credit round trip)"`
 	CreditBlock     units.Bytes   `yaml:"credit_block" json:"credit_block" unit:"bytes" doc:"flow-control credit granularity (InfiniBand: 64 bytes)" paper:"004 §4.1"`
 	CreditPacket    units.Bytes   `yaml:"credit_packet" json:"credit_packet" unit:"bytes" doc:"wire size of a flow-control (credit) packet; it shares the link with data"`
+	Switch          string        `yaml:"switch" json:"switch" doc:"switch architecture: cioq (per-lane input FIFOs and output buffers, paper 004 §4.1) or iq (per-lane input FIFOs, the crossbar feeds the link); fabemu config explain lists them"`
+	Allocator       string        `yaml:"allocator" json:"allocator" doc:"crossbar allocator: rr (inputs and their lanes in round-robin order, first fit) or islip(N) (N request-grant-accept iterations, McKeown's iSLIP)"`
 	CrossbarSpeedup float64       `yaml:"crossbar_speedup" json:"crossbar_speedup" doc:"crossbar bandwidth per port as a multiple of the link's data rate"`
 	DeadlockTimeout des.Time      `yaml:"deadlock_timeout" json:"deadlock_timeout" unit:"time" doc:"stop with a report when no packet has moved for this long while packets are in the fabric"`
 }
@@ -40,6 +42,8 @@ func DefaultConfig() Config {
 		NICBuffer:       8 * 1024,
 		CreditBlock:     64,
 		CreditPacket:    8,
+		Switch:          "cioq",
+		Allocator:       "rr",
 		CrossbarSpeedup: 1,
 		DeadlockTimeout: 1 * des.Millisecond,
 	}
@@ -112,6 +116,16 @@ func (c Config) Validate() error {
 	}
 	if c.CrossbarSpeedup <= 0 {
 		return fmt.Errorf("fabric.crossbar_speedup %g: must be positive", c.CrossbarSpeedup)
+	}
+	arch, err := lookupArch(c.Switch)
+	if err != nil {
+		return fmt.Errorf("fabric.switch: %w", err)
+	}
+	if arch.outputBuffered && c.OutputBuffer <= 0 {
+		return fmt.Errorf("fabric.output_buffer %v: the %s switch needs an output buffer (fabric.switch=iq is the input-queued switch without one)", c.OutputBuffer, c.Switch)
+	}
+	if _, err := parseAllocator(c.Allocator); err != nil {
+		return fmt.Errorf("fabric.allocator: %w", err)
 	}
 	if c.DeadlockTimeout <= 0 {
 		return fmt.Errorf("fabric.deadlock_timeout %v: must be positive", c.DeadlockTimeout)

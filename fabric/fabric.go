@@ -281,7 +281,7 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 	f := &Fabric{cfg: cfg, eng: eng, topo: t, router: r, ep: ep,
 		blockBytes: int32(cfg.CreditBlock), maxPacket: int32(maxPacket),
 		prop: cfg.PropagationDelay(), dataRate: cfg.DataRate(),
-		cioq: cfg.OutputBuffer > 0, nVL: r.NumVLs()}
+		cioq: cfg.Switch == "cioq", nVL: r.NumVLs()}
 	f.xbarRate = int64(float64(f.dataRate) * cfg.CrossbarSpeedup)
 	f.room.f = f
 	f.injCands = r.InjectionCandidates(nil)

@@ -95,7 +95,7 @@ func TestZeroLoadLatency(t *testing.T) {
 			tp := line(t, hops, 2)
 			cfg := DefaultConfig()
 			if !tc.outBuf {
-				cfg.OutputBuffer = 0
+				cfg.Switch, cfg.OutputBuffer = "iq", 0
 			}
 			eng, f, ep := build(t, tp, cfg, route.DefaultConfig())
 			ep.send(0, 2*hops-1, 282, 0) // first host of the first switch to last of the last
@@ -135,7 +135,7 @@ func TestSaturationInvariants(t *testing.T) {
 			tp := line(t, 4, 3)
 			cfg := DefaultConfig()
 			if !outBuf {
-				cfg.OutputBuffer = 0
+				cfg.Switch, cfg.OutputBuffer = "iq", 0
 			}
 			rc := route.DefaultConfig()
 			rc.Mode = mode

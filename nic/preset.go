@@ -70,6 +70,7 @@ func recnIQ(c SimConfig) SimConfig {
 	c.Fabric.LinkRate = 8_000_000_000
 	c.Fabric.LineCoding = "none"
 	c.Fabric.InputBuffer = 4 * 1024
+	c.Fabric.Switch = "iq"
 	c.Fabric.OutputBuffer = 0
 	c.Fabric.CreditBlock = 64
 	c.NIC.HeaderBytes = 0

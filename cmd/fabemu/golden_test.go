@@ -30,7 +30,7 @@ var goldenRuns = []struct {
 	// torus, CIOQ, deterministic (dimension order with datelines)
 	{"sim-torus8x8-dor", []string{"sim", "--preset", "torus8x8-dor", "--load", "0.5", "--duration", "40us", "--warmup", "10us"}},
 	// torus, input-queued, adaptive with a dimension-order escape
-	{"sim-torus8x8-iq-adaptive", []string{"sim", "--preset", "torus8x8-dor", "--routing", "adaptive", "--load", "0.6", "--set", "fabric.output_buffer=0", "--duration", "40us", "--warmup", "10us"}},
+	{"sim-torus8x8-iq-adaptive", []string{"sim", "--preset", "torus8x8-dor", "--routing", "adaptive", "--load", "0.6", "--set", "fabric.switch=iq", "--set", "fabric.output_buffer=0", "--duration", "40us", "--warmup", "10us"}},
 	// irregular, adaptive-ooo under bit-reversal
 	{"sim-irregular16-ooo-bitrev", []string{"sim", "--preset", "paper004-irregular16", "--delivery", "adaptive-ooo", "--pattern", "bitrev", "--load", "0.3", "--duration", "40us", "--warmup", "10us"}},
 	// irregular, adaptive-inorder with static buffers and ADAP-LI past saturation
