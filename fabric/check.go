@@ -56,25 +56,18 @@ func (f *Fabric) deadlockReport() *DeadlockReport {
 			if ii < 0 {
 				continue
 			}
-			for v := range f.in[ii].lanes {
-				p := f.in[ii].lanes[v].q.head
+			for qi := range f.in[ii].queues {
+				p := f.in[ii].queues[qi].head
 				if p == nil {
 					continue
 				}
-				cands = f.router.Candidates(s, pi, v, int(p.Dst), cands[:0])
+				cands = f.router.Candidates(s, pi, int(p.inVL), int(p.Dst), cands[:0])
 				var waits []string
 				for _, c := range cands {
-					o := &f.out[sw.out[c.Port]]
-					need := f.blocks(p.Size)
-					if f.cioq {
-						l := &o.lanes[c.VL]
-						waits = append(waits, fmt.Sprintf("s%d/p%d/vl%d (output buffer %d of %d blocks free, need %d)", s, c.Port, c.VL, l.cap-l.used, l.cap, need))
-					} else {
-						waits = append(waits, fmt.Sprintf("s%d/p%d/vl%d (%d credits, need %d)", s, c.Port, c.VL, o.credits[c.VL], need))
-					}
+					waits = append(waits, f.arch.waitsFor(&f.out[sw.out[c.Port]], int(c.VL), f.blocks(p.Size)))
 				}
 				r.Blocked = append(r.Blocked, fmt.Sprintf("s%d in-port %d vl%d: packet %d (host %d -> host %d, %d bytes) waits for %s",
-					s, pi, v, p.ID, p.Src, p.Dst, p.Size, strings.Join(waits, " or ")))
+					s, pi, p.inVL, p.ID, p.Src, p.Dst, p.Size, strings.Join(waits, " or ")))
 			}
 		}
 	}
@@ -145,13 +138,13 @@ func (f *Fabric) outName(oi int32) string {
 // output), for conservation checks by the caller.
 func (f *Fabric) Occupancy() (stored int) {
 	for i := range f.in {
-		for v := range f.in[i].lanes {
-			stored += f.in[i].lanes[v].q.n
+		for q := range f.in[i].queues {
+			stored += f.in[i].queues[q].n
 		}
 	}
 	for o := range f.out {
-		for v := range f.out[o].lanes {
-			stored += f.out[o].lanes[v].q.n
+		for v := range f.out[o].outq {
+			stored += f.out[o].outq[v].n
 		}
 	}
 	return stored

@@ -18,7 +18,6 @@ package fabric
 
 import (
 	"fmt"
-	"math/bits"
 
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/fabric/route"
@@ -60,7 +59,8 @@ type Endpoint interface {
 }
 
 // event kinds, in the low 4 bits of Event.Op; a lane in bits 4..7 and a
-// block count above.
+// block count above. Kinds from opArch on belong to the switch
+// architecture (switchArch.handle).
 const (
 	opArrive   = iota // Ref: packet; A: in-port. Head routed (switch) or tail arrived (NIC).
 	opXbarDone        // A: in-port. The packet's tail has left the input buffer.
@@ -70,11 +70,11 @@ const (
 	// opCreditWake: A: out-port. The earliest credit packet travelling to
 	// a port that waits for credits has arrived (see outPort.lazy).
 	opCreditWake
-	// opCutThrough: A: in-port. A packet that cut through an idle output
-	// left the input buffer and the output link at the same instant: the
-	// opXbarDone and opLinkFree of that packet in one event. The output
-	// lane is in bits 8..11, blocks above.
-	opCutThrough
+	// opControl: Ref: *Control; A: out-port. A control packet other than
+	// a credit reached the upstream end of the channel.
+	opControl
+	// opArch is the first kind an architecture may use for its own events.
+	opArch
 )
 
 func packOp(kind, vl, blocks int) int32 { return int32(kind | vl<<4 | blocks<<8) }
@@ -109,12 +109,18 @@ func (q *fifo) pop() *Packet {
 	return p
 }
 
-// lane is one virtual lane of a buffer: a FIFO and its block accounting.
+// lane is the block accounting of one virtual lane of a buffer: the
+// credits of a channel count blocks of its downstream lane.
 type lane struct {
-	q    fifo
 	used int32 // blocks reserved (in flight towards it or stored)
 	cap  int32
-	// cands caches the routing candidates of the head packet (input lanes).
+}
+
+// queue is one packet queue of an input port (which queues a port has is
+// the switch architecture's choice: one FIFO per virtual lane today) with
+// the routing candidates of its head packet.
+type queue struct {
+	fifo
 	cands    []route.Candidate
 	candsFor *Packet
 	// blockedAt is the sum of the epochs of the head's candidate outputs
@@ -129,15 +135,16 @@ type inPort struct {
 	host    int32 // owning host, or -1
 	port    int32 // local port number
 	lanes   []lane
-	up      int32 // out-port that sends into this one
-	rev     int32 // out-port on the same cable going back (carries credits)
+	queues  []queue // packets stored, in the architecture's queues
+	up      int32   // out-port that sends into this one
+	rev     int32   // out-port on the same cable going back (carries credits)
 	pending []int32
 	// creditsInFlight are blocks in credit packets sent but not arrived.
 	creditsInFlight []int32
 	xbarBusy        bool
 	xbarTo          int32 // out-port the crossbar transfer goes to
-	rrVL            int
-	queued          int // packets stored
+	rrQ             int   // round-robin position among the queues
+	queued          int   // packets stored
 }
 
 // outPort is the sending end of a channel.
@@ -147,18 +154,20 @@ type outPort struct {
 	port    int32
 	down    int32    // in-port at the other end
 	credits []int32  // free blocks at the downstream lane
-	lanes   []lane   // output buffer (CIOQ switches only)
+	lanes   []lane   // output buffer accounting per lane (architectures with output buffers)
+	outq    []fifo   // output buffer queues per lane
 	busy    bool     // a data packet is on the link (its opLinkFree is pending)
 	idleAt  des.Time // end of the credit packets sent so far (they need no event)
 	// epoch counts the times this output may have gained room for a
 	// waiting head: its buffer or crossbar freed, its link freed, or
 	// credits arrived (input-queued switches). Heads found blocked
-	// remember the sum over their candidate outputs (lane.blockedAt).
+	// remember the sum over their candidate outputs (queue.blockedAt).
 	epoch     uint64
-	xbar      bool   // crossbar transferring into this output
-	ctrl      uint32 // lanes of the reverse in-port with credits to return
-	rrVL      int
-	creditFor int32 // in-port whose credits this port's credit packets return
+	xbar      bool       // crossbar transferring into this output
+	ctrl      uint32     // lanes of the reverse in-port with credits to return
+	rrVL      int        // round-robin position among the output buffer's lanes
+	ctrlQ     []*Control // control packets (not credits) waiting to be sent
+	creditFor int32      // in-port whose control packets this port sends back
 	sentBytes int64
 	busyTime  des.Time
 	// lazy ports (output-buffered switch ports and NIC injection ports)
@@ -214,10 +223,10 @@ type Switch struct {
 	ID  int
 	in  []int32 // global in-port per local port, -1 if unconnected
 	out []int32
-	rr  int
+	rr  int // the round-robin allocator's next input
 	// ready has bit p set when input port p holds a packet and its
-	// crossbar input is idle: the ports arbitrate must try (switches of
-	// up to 64 ports; wider ones try every port).
+	// crossbar input is idle: the ports an allocator must try (switches
+	// of up to 64 ports; wider ones try every port).
 	ready uint64
 }
 
@@ -229,6 +238,8 @@ type Stats struct {
 	Transmissions  uint64 // data packets put on links
 	CreditPackets  uint64
 	CreditBytes    int64
+	ControlPackets uint64 // control packets other than credits (notifications, Xon/Xoff, ...)
+	ControlBytes   int64
 	EscapeGrants   uint64
 	AdaptiveGrants uint64
 }
@@ -251,8 +262,14 @@ type Fabric struct {
 	prop       des.Time
 	dataRate   int64
 	xbarRate   int64
-	cioq       bool
 	nVL        int
+
+	// arch is the switch architecture (fabric.switch), alloc the crossbar
+	// allocator (fabric.allocator); both are chosen by name from their
+	// tables (arch.go, alloc.go).
+	arch     switchArch
+	archInfo ArchInfo
+	alloc    allocator
 
 	pool   []*Packet
 	nextID uint64
@@ -278,12 +295,15 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	info, _ := lookupArch(cfg.Switch) // Validate checked the names
+	spec, _ := parseAllocator(cfg.Allocator)
 	f := &Fabric{cfg: cfg, eng: eng, topo: t, router: r, ep: ep,
 		blockBytes: int32(cfg.CreditBlock), maxPacket: int32(maxPacket),
 		prop: cfg.PropagationDelay(), dataRate: cfg.DataRate(),
-		cioq: cfg.Switch == "cioq", nVL: r.NumVLs()}
+		archInfo: info, nVL: r.NumVLs()}
+	f.arch = info.new(f)
 	f.xbarRate = int64(float64(f.dataRate) * cfg.CrossbarSpeedup)
-	f.room.f = f
+	f.room.f, f.room.arch = f, f.arch
 	f.injCands = r.InjectionCandidates(nil)
 	maxBlocks := f.blocks(int32(maxPacket))
 	split := func(what string, total int64) ([]int32, error) {
@@ -321,7 +341,7 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 		return nil, err
 	}
 	var outCaps []int32
-	if f.cioq {
+	if info.outputBuffered {
 		if outCaps, err = split("output_buffer", int64(cfg.OutputBuffer)); err != nil {
 			return nil, err
 		}
@@ -340,6 +360,7 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 		}
 		return ls
 	}
+	nQueues := f.arch.queuesPerInput()
 	// Ports: every switch port that is cabled gets an in and an out port;
 	// every host gets one of each.
 	f.sw = make([]Switch, t.NumSwitches())
@@ -354,11 +375,12 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 				continue
 			}
 			f.sw[s].in[p] = int32(len(f.in))
-			f.in = append(f.in, inPort{sw: int32(s), host: -1, port: int32(p), lanes: newLanes(inCaps)})
+			f.in = append(f.in, inPort{sw: int32(s), host: -1, port: int32(p), lanes: newLanes(inCaps), queues: make([]queue, nQueues)})
 			f.sw[s].out[p] = int32(len(f.out))
 			op := outPort{sw: int32(s), host: -1, port: int32(p)}
-			if f.cioq {
+			if info.outputBuffered {
 				op.lanes = newLanes(outCaps)
+				op.outq = make([]fifo, f.nVL)
 			}
 			f.out = append(f.out, op)
 		}
@@ -394,8 +416,12 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 			}
 		}
 	}
+	// Injection ports, and the outputs of switches that buffer at their
+	// outputs, take returning credits lazily (outPort.lazy); the outputs
+	// of switches whose crossbar feeds the link wake their allocator on
+	// every credit packet instead.
 	for i := range f.out {
-		f.out[i].lazy = f.out[i].host >= 0 || f.cioq
+		f.out[i].lazy = f.out[i].host >= 0 || info.outputBuffered
 	}
 	for i := range f.in {
 		ip := &f.in[i]
@@ -408,6 +434,7 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 		}
 		f.out[ip.rev].creditFor = int32(i)
 	}
+	f.alloc = spec.new(f)
 	eng.Schedule(cfg.DeadlockTimeout, f, opWatchdog, 0, nil)
 	return f, nil
 }
@@ -464,19 +491,10 @@ func (f *Fabric) Handle(ev *des.Event) {
 		f.transmit(ev.A)
 	case opWatchdog:
 		f.watchdog()
-	case opCutThrough:
-		outVL, blocks := blocks&15, blocks>>4
-		ip := &f.in[ev.A]
-		ip.xbarBusy = false
-		f.markReady(ip)
-		f.freeInput(ev.A, vl, int32(blocks))
-		o := &f.out[ip.xbarTo]
-		o.xbar = false
-		o.busy = false
-		o.lanes[outVL].used -= int32(blocks)
-		o.epoch++
-		f.transmit(ip.xbarTo)
-		f.arbitrate(&f.sw[ip.sw])
+	case opControl:
+		f.arch.control(ev.A, ev.Ref.(*Control))
+	default:
+		f.arch.handle(kind, ev.A, vl, blocks, ev.Ref)
 	}
 }
 
@@ -493,14 +511,14 @@ func (f *Fabric) arrive(i int32, p *Packet) {
 		f.ep.Deliver(int(ip.host), p, f.eng.Now())
 		return
 	}
-	l := &ip.lanes[p.VL]
-	l.q.push(p)
+	q := &ip.queues[f.arch.enqueue(ip, p)]
+	q.push(p)
 	ip.queued++
 	f.markReady(ip)
-	// After every arbitration each head that could move has moved, so an
+	// After every allocation each head that could move has moved, so an
 	// arrival can only change things if it is a new head on an idle input.
-	if l.q.n == 1 && !ip.xbarBusy {
-		f.tryInput(&f.sw[ip.sw], int(ip.port))
+	if q.n == 1 && !ip.xbarBusy {
+		f.alloc.arrived(&f.sw[ip.sw], int(ip.port))
 	}
 }
 
@@ -514,12 +532,17 @@ func (f *Fabric) freeInput(i int32, vl int, blocks int32) {
 	f.transmit(ip.rev)
 }
 
-// roomer answers route.Select's question for the switch being arbitrated.
+// roomer answers route.Select's question for the switch being allocated:
+// can the output take the head packet now, and how much room does it have?
 type roomer struct {
 	f      *Fabric
+	arch   switchArch
 	sw     *Switch
 	host   *outPort // set when selecting a lane on an injection link
 	blocks int32
+	// taken, when set, marks the local outputs an allocator has already
+	// matched in this round: they cannot take another packet.
+	taken []bool
 }
 
 func (r *roomer) Room(port, vl int32) (bool, int) {
@@ -527,71 +550,10 @@ func (r *roomer) Room(port, vl int32) (bool, int) {
 		cr := r.host.credits[vl]
 		return cr >= r.blocks, int(cr)
 	}
-	o := &r.f.out[r.sw.out[port]]
-	if r.f.cioq {
-		if o.creditH < len(o.creditQ) {
-			r.f.absorb(o)
-		}
-		if o.xbar {
-			return false, 0
-		}
-		l := &o.lanes[vl]
-		free := l.cap - l.used
-		return free >= r.blocks, int(free + o.credits[vl])
-	}
-	if o.busy {
+	if r.taken != nil && r.taken[port] {
 		return false, 0
 	}
-	return o.credits[vl] >= r.blocks, int(o.credits[vl])
-}
-
-// arbitrate grants the crossbar to waiting head packets: inputs in
-// round-robin order, lanes of an input in round-robin order, one packet
-// per input and per output at a time (a non-multiplexed crossbar, paper
-// 004 §4.1).
-func (f *Fabric) arbitrate(s *Switch) {
-	n := len(s.in)
-	if n <= 64 {
-		// The same visiting order, skipping ports whose bit in s.ready is
-		// clear (tryInput would return false at once for them). The mask
-		// is read afresh at every step, as a grant changes it.
-		start := s.rr
-		for pi := start; pi < n; pi++ {
-			m := s.ready &^ (1<<uint(pi) - 1)
-			if m == 0 {
-				break
-			}
-			pi = bits.TrailingZeros64(m)
-			if f.tryInput(s, pi) {
-				if s.rr = pi + 1; s.rr == n {
-					s.rr = 0
-				}
-			}
-		}
-		for pi := 0; pi < start; pi++ {
-			m := s.ready &^ (1<<uint(pi) - 1) & (1<<uint(start) - 1)
-			if m == 0 {
-				break
-			}
-			pi = bits.TrailingZeros64(m)
-			if f.tryInput(s, pi) {
-				s.rr = pi + 1 // < start < n
-			}
-		}
-		return
-	}
-	pi := s.rr
-	for k := 0; k < n; k++ {
-		if f.tryInput(s, pi) {
-			s.rr = pi + 1
-			if s.rr == n {
-				s.rr = 0
-			}
-		}
-		if pi++; pi == n {
-			pi = 0
-		}
-	}
+	return r.arch.room(&r.f.out[r.sw.out[port]], vl, r.blocks)
 }
 
 // markReady updates ip's bit in its switch's ready mask.
@@ -605,43 +567,15 @@ func (f *Fabric) markReady(ip *inPort) {
 	}
 }
 
-// tryInput grants the crossbar to one head packet of input port pi, lanes
-// in round-robin order, and reports whether it did.
-func (f *Fabric) tryInput(s *Switch, pi int) bool {
-	ii := s.in[pi]
-	if ii < 0 {
-		return false
+// headCandidates returns the routing candidates of the head packet p of
+// queue q at input port pi of switch s, from the queue's cache when it is
+// still for p.
+func (f *Fabric) headCandidates(s *Switch, pi int, q *queue, p *Packet) []route.Candidate {
+	if q.candsFor != p {
+		q.cands = f.router.Candidates(s.ID, pi, int(p.inVL), int(p.Dst), q.cands[:0])
+		q.candsFor = p
 	}
-	ip := &f.in[ii]
-	if ip.xbarBusy || ip.queued == 0 {
-		return false
-	}
-	v := ip.rrVL
-	for j := 0; j < f.nVL; j++ {
-		l := &ip.lanes[v]
-		if p := l.q.head; p != nil {
-			if l.candsFor != p {
-				l.cands = f.router.Candidates(s.ID, pi, v, int(p.Dst), l.cands[:0])
-				l.candsFor = p
-			} else if l.blockedAt == f.candEpochs(s, l.cands) {
-				goto next // none of its outputs has freed room since
-			}
-			f.room.sw, f.room.blocks = s, p.blocks
-			if c := route.Select(l.cands, &f.room); c >= 0 {
-				f.grant(s, ii, v, l.cands[c])
-				if ip.rrVL = v + 1; ip.rrVL == f.nVL {
-					ip.rrVL = 0
-				}
-				return true
-			}
-			l.blockedAt = f.candEpochs(s, l.cands)
-		}
-	next:
-		if v++; v == f.nVL {
-			v = 0
-		}
-	}
-	return false
+	return q.cands
 }
 
 // candEpochs sums the epochs of the outputs a head's candidates name.
@@ -654,11 +588,14 @@ func (f *Fabric) candEpochs(s *Switch, cands []route.Candidate) uint64 {
 	return sum
 }
 
-// grant moves the head packet of input ii lane v across the crossbar.
-func (f *Fabric) grant(s *Switch, ii int32, v int, c route.Candidate) {
+// grant moves the head packet of queue qi of input ii across the crossbar
+// towards candidate c; the architecture decides what happens at the
+// output (arch.forward).
+func (f *Fabric) grant(s *Switch, ii int32, qi int, c route.Candidate) {
 	ip := &f.in[ii]
-	p := ip.lanes[v].q.pop()
-	ip.lanes[v].candsFor = nil // packets are pooled: a later one may reuse this pointer
+	q := &ip.queues[qi]
+	p := q.pop()
+	q.candsFor = nil // packets are pooled: a later one may reuse this pointer
 	ip.queued--
 	ip.xbarBusy = true
 	f.markReady(ip)
@@ -672,33 +609,8 @@ func (f *Fabric) grant(s *Switch, ii int32, v int, c route.Candidate) {
 	}
 	f.progress++
 	oi := s.out[c.Port]
-	o := &f.out[oi]
 	ip.xbarTo = oi
-	now := f.eng.Now()
-	blocks := p.blocks
-	if f.cioq {
-		// Into the output buffer; its tail lands there no earlier than it
-		// arrived here, nor before the crossbar has carried it.
-		end := max(now+serTime(int64(p.Size), f.xbarRate), p.tailAt)
-		o.xbar = true
-		o.lanes[c.VL].used += blocks
-		o.lanes[c.VL].q.push(p)
-		p.tailAt = end
-		// If the output is idle the packet starts on the link now and its
-		// tail leaves both buffers at end: one event does for both.
-		f.cutThrough, f.cutOut = p, -1
-		f.transmit(oi)
-		f.cutThrough = nil
-		if f.cutOut >= 0 {
-			f.eng.Schedule(end, f, packOp(opCutThrough, v, int(f.cutOut)|int(blocks)<<4), ii, p)
-			return
-		}
-		f.eng.Schedule(end, f, packOp(opXbarDone, v, int(blocks)), ii, p)
-		return
-	}
-	// Input-queued: the crossbar feeds the link directly.
-	end := f.send(oi, p, int(c.VL), max(now, o.idleAt))
-	f.eng.Schedule(end, f, packOp(opXbarDone, v, int(blocks)), ii, p)
+	f.arch.forward(ii, oi, p, int(c.VL))
 }
 
 // xbarDone: the packet's tail has left input ii.
@@ -707,16 +619,12 @@ func (f *Fabric) xbarDone(ii int32, vl int, blocks int32) {
 	ip.xbarBusy = false
 	f.markReady(ip)
 	f.freeInput(ii, vl, blocks)
-	if f.cioq {
-		o := &f.out[ip.xbarTo]
-		o.xbar = false
-		o.epoch++
-	}
-	f.arbitrate(&f.sw[ip.sw])
+	f.arch.crossbarDone(&f.out[ip.xbarTo])
+	f.alloc.arbitrate(&f.sw[ip.sw])
 }
 
 // send starts a data transmission of p on out-port oi on lane vl at time
-// start (now, or when the credit packets already on the link end) and
+// start (now, or when the control packets already on the link end) and
 // returns when its tail leaves.
 func (f *Fabric) send(oi int32, p *Packet, vl int, start des.Time) des.Time {
 	o := &f.out[oi]
@@ -734,7 +642,7 @@ func (f *Fabric) send(oi int32, p *Packet, vl int, start des.Time) des.Time {
 	f.Stats.Transmissions++
 	f.progress++
 	if p == f.cutThrough && tailLeave == p.tailAt {
-		f.cutOut = int32(vl) // grant schedules one event for both ends
+		f.cutOut = int32(vl) // forward schedules one event for both ends
 	} else {
 		f.eng.Schedule(tailLeave, f, packOp(opLinkFree, vl, int(blocks)), oi, p)
 	}
@@ -748,8 +656,8 @@ func (f *Fabric) send(oi int32, p *Packet, vl int, start des.Time) des.Time {
 }
 
 // transmit starts the next transmissions on a link with no data packet
-// on it: every pending credit packet first (InfiniBand flow-control
-// packets go between data packets), then one data packet. Credit packets
+// on it: every pending control packet first (InfiniBand flow-control
+// packets go between data packets), then one data packet. Control packets
 // need no completion event: the link records when they end (idleAt) and
 // the data packet starts then.
 func (f *Fabric) transmit(oi int32) {
@@ -759,105 +667,66 @@ func (f *Fabric) transmit(oi int32) {
 	}
 	now := f.eng.Now()
 	start := max(now, o.idleAt)
-	if o.ctrl != 0 {
-		ip := &f.in[o.creditFor]
-		ser := serTime(int64(f.cfg.CreditPacket), f.dataRate)
-		for o.ctrl != 0 {
-			vl := bits.TrailingZeros32(o.ctrl)
-			o.ctrl &^= 1 << uint(vl)
-			blocks := ip.pending[vl]
-			ip.pending[vl] = 0
-			ip.creditsInFlight[vl] += blocks
-			o.busyTime += ser
-			o.sentBytes += int64(f.cfg.CreditPacket)
-			f.Stats.CreditPackets++
-			f.Stats.CreditBytes += int64(f.cfg.CreditPacket)
-			start += ser
-			if up := &f.out[ip.up]; up.lazy {
-				up.creditQ = append(up.creditQ, creditArrival{start + f.prop, int32(vl), blocks})
-				if up.waiting && !up.woken {
-					up.woken = true
-					f.eng.Schedule(start+f.prop, f, opCreditWake, ip.up, nil)
-				}
-			} else {
-				f.eng.Schedule(start+f.prop, f, packOp(opCredit, vl, int(blocks)), ip.up, nil)
-			}
-		}
+	if o.ctrl != 0 || len(o.ctrlQ) > 0 {
+		start = f.sendControl(o, start)
 		o.idleAt = start
 	}
 	if o.lazy && o.creditH < len(o.creditQ) {
 		f.absorb(o)
 	}
 	o.waiting = false
-	switch {
-	case o.host >= 0:
-		p := f.ep.Peek(int(o.host))
-		if p == nil {
-			return
-		}
-		// The injection link is a channel like any other: the same
-		// selection (adaptive lane with most credits, else escape).
-		p.blocks = f.blocks(p.Size)
-		f.room.sw, f.room.blocks = nil, p.blocks
-		f.room.host = o
-		c := route.Select(f.injCands, &f.room)
-		f.room.host = nil
-		if c < 0 {
-			f.wakeForCredits(oi, o)
-			return
-		}
-		best := int(f.injCands[c].VL)
-		f.ep.Pop(int(o.host), start)
-		p.Inject = start
-		p.tailAt = start
-		f.Stats.Injected++
-		f.send(oi, p, best, start)
-	case f.cioq:
-		queued := false
-		for j := 0; j < f.nVL; j++ {
-			v := (o.rrVL + j) % f.nVL
-			l := &o.lanes[v]
-			p := l.q.head
-			if p == nil {
-				continue
-			}
-			if o.credits[v] < p.blocks {
-				queued = true
-				continue
-			}
-			l.q.pop()
-			o.rrVL = (v + 1) % f.nVL
-			f.send(oi, p, v, start)
-			return
-		}
-		if queued {
-			f.wakeForCredits(oi, o)
-		}
+	if o.host < 0 {
+		f.arch.next(oi, o, start) // what the switch's output stage sends next
+		return
 	}
+	p := f.ep.Peek(int(o.host))
+	if p == nil {
+		return
+	}
+	// The injection link is a channel like any other: the same selection
+	// (adaptive lane with most credits, else escape).
+	p.blocks = f.blocks(p.Size)
+	f.room.sw, f.room.blocks = nil, p.blocks
+	f.room.host = o
+	c := route.Select(f.injCands, &f.room)
+	f.room.host = nil
+	if c < 0 {
+		f.wakeForCredits(oi, o)
+		return
+	}
+	best := int(f.injCands[c].VL)
+	f.ep.Pop(int(o.host), start)
+	p.Inject = start
+	p.tailAt = start
+	f.Stats.Injected++
+	f.send(oi, p, best, start)
 }
 
 // linkFree: a transmission on out-port oi ended.
 func (f *Fabric) linkFree(oi int32, vl int, blocks int32) {
 	o := &f.out[oi]
 	o.busy = false
-	if o.sw >= 0 && f.cioq {
-		o.lanes[vl].used -= blocks // the tail has left the output buffer
+	if o.sw >= 0 {
+		f.arch.linkDone(o, vl, blocks)
 	}
 	o.epoch++
 	f.transmit(oi)
 	if o.sw >= 0 {
-		f.arbitrate(&f.sw[o.sw])
+		f.alloc.arbitrate(&f.sw[o.sw])
 	}
 }
 
 // creditArrive: a credit packet reached the upstream end of out-port oi.
+// Only ports that are not lazy get this event: switch outputs whose
+// crossbar feeds the link, where returning credits may let a waiting head
+// through the crossbar.
 func (f *Fabric) creditArrive(oi int32, vl int, blocks int32) {
 	o := &f.out[oi]
 	o.credits[vl] += blocks
 	f.in[o.down].creditsInFlight[vl] -= blocks
 	o.epoch++
 	f.transmit(oi)
-	if o.sw >= 0 && !f.cioq {
-		f.arbitrate(&f.sw[o.sw])
+	if o.sw >= 0 {
+		f.alloc.arbitrate(&f.sw[o.sw])
 	}
 }

@@ -1,0 +1,96 @@
+package fabric
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// An allocator grants the crossbar of a switch: it matches input ports
+// holding head packets with outputs that can take them, one packet per
+// input and per output at a time (a non-multiplexed crossbar, paper 004
+// §4.1), and calls Fabric.grant for each match. Which heads an input
+// offers (its queues) and whether an output can take a packet (room) are
+// the switch architecture's; an allocator only decides who wins.
+type allocator interface {
+	// arbitrate allocates switch s after anything that may let a head
+	// move: a crossbar transfer or a transmission ended, credits arrived.
+	arbitrate(s *Switch)
+	// arrived: a packet became the head of a queue of idle input pi of s
+	// (the only input that can have changed).
+	arrived(s *Switch, pi int)
+}
+
+// AllocInfo describes one allocator of the table.
+type AllocInfo struct {
+	Name        string // as fabric.allocator names it, without parameters
+	Syntax      string // the accepted forms
+	Description string
+	Source      string
+	// new builds the allocator with its parameter (0 when none is given).
+	new func(f *Fabric, param int) allocator
+	// param validates a parameter; nil means the allocator takes none.
+	param func(n int) error
+}
+
+// allocTable lists the allocators fabric.allocator may name, as
+// NAME or NAME(PARAM). To add one, write it in a file of its own and add a
+// line here; the conformance suite then runs it with every architecture.
+func allocTable() []AllocInfo {
+	return []AllocInfo{
+		{Name: "rr", Syntax: "rr", Source: "paper 004 §4.1",
+			Description: "round robin: inputs in round-robin order from the one after the last granted, and the queues of an input in round-robin order; the first head an output can take wins it at once",
+			new:         func(f *Fabric, _ int) allocator { return &rrAllocator{f: f} }},
+		{Name: "islip", Syntax: "islip or islip(N), N = 1..16 iterations", Source: "McKeown, iSLIP (IEEE/ACM ToN 1999); paper 003 §2.1",
+			Description: "iSLIP: every free input requests the outputs its heads select; each output grants the requesting input next after its grant pointer, each input accepts the granting output next after its accept pointer; pointers move only on a first-iteration accept; N iterations match what is left",
+			new:         newISLIP,
+			param: func(n int) error {
+				if n < 1 || n > 16 {
+					return fmt.Errorf("%d iterations: want 1 to 16", n)
+				}
+				return nil
+			}},
+	}
+}
+
+// Allocators returns the allocators fabric.allocator accepts.
+func Allocators() []AllocInfo { return allocTable() }
+
+// allocSpec is a parsed fabric.allocator value.
+type allocSpec struct {
+	info  AllocInfo
+	param int
+}
+
+func (s allocSpec) new(f *Fabric) allocator { return s.info.new(f, s.param) }
+
+// parseAllocator reads "name" or "name(N)".
+func parseAllocator(spec string) (allocSpec, error) {
+	name, arg, hasArg := strings.Cut(strings.TrimSpace(spec), "(")
+	var names []string
+	for _, a := range allocTable() {
+		names = append(names, a.Syntax)
+		if a.Name != name {
+			continue
+		}
+		if !hasArg {
+			return allocSpec{info: a}, nil
+		}
+		if a.param == nil {
+			return allocSpec{}, fmt.Errorf("%q: the %s allocator takes no parameter", spec, a.Name)
+		}
+		num, ok := strings.CutSuffix(arg, ")")
+		n, err := strconv.Atoi(strings.TrimSpace(num))
+		if !ok || err != nil {
+			return allocSpec{}, fmt.Errorf("%q: want %s", spec, a.Syntax)
+		}
+		if err := a.param(n); err != nil {
+			return allocSpec{}, fmt.Errorf("%q: %w", spec, err)
+		}
+		return allocSpec{info: a, param: n}, nil
+	}
+	return allocSpec{}, fmt.Errorf("unknown allocator %q; known: %s", spec, strings.Join(names, "; "))
+}
+
+// TakesParameter reports whether the allocator accepts NAME(N).
+func (a AllocInfo) TakesParameter() bool { return a.param != nil }

@@ -1,0 +1,172 @@
+package fabric
+
+import "github.com/fabemu/fabemu/fabric/route"
+
+// islipAllocator is iSLIP (McKeown, "The iSLIP scheduling algorithm for
+// input-queued switches", IEEE/ACM ToN 7(2), 1999) at packet granularity,
+// run whenever something at the switch may let a head move:
+//
+//  1. Request: every unmatched idle input requests, for each of its
+//     queues in round-robin order, the output the selection function picks
+//     for that queue's head among the outputs not matched yet.
+//  2. Grant: every output with requests grants the requesting input that
+//     comes first from its grant pointer on.
+//  3. Accept: every input with grants accepts the output that comes first
+//     from its accept pointer on. In the first iteration only, the output's
+//     grant pointer moves to one past the accepting input and the input's
+//     accept pointer to one past the accepted output (this is what
+//     desynchronises the pointers and gives iSLIP its fairness).
+//
+// Iterations repeat the three steps over what is still unmatched; then
+// every match crosses the crossbar.
+type islipAllocator struct {
+	f     *Fabric
+	iters int
+	// grantPtr per global out-port (a local input index), acceptPtr per
+	// global in-port (a local output index).
+	grantPtr  []int32
+	acceptPtr []int32
+	// scratch for one allocation, sized to the widest switch
+	taken   []bool // outputs matched
+	matched []bool // inputs matched
+	reqs    []islipRequest
+	grants  []int32 // per local input: request index of the accepted-to-be grant, -1 none
+	matches []islipRequest
+}
+
+type islipRequest struct {
+	in, q int32
+	c     route.Candidate
+}
+
+func newISLIP(f *Fabric, iters int) allocator {
+	if iters == 0 {
+		iters = 1
+	}
+	widest := 0
+	for s := range f.sw {
+		widest = max(widest, len(f.sw[s].in))
+	}
+	return &islipAllocator{f: f, iters: iters,
+		grantPtr: make([]int32, len(f.out)), acceptPtr: make([]int32, len(f.in)),
+		taken: make([]bool, widest), matched: make([]bool, widest), grants: make([]int32, widest)}
+}
+
+// arrived runs a whole allocation: with one new head the result equals
+// trying that input alone, but the pointers must see it as iSLIP does.
+func (a *islipAllocator) arrived(s *Switch, _ int) { a.arbitrate(s) }
+
+func (a *islipAllocator) arbitrate(s *Switch) {
+	f := a.f
+	n := len(s.in)
+	if s.ready == 0 && n <= 64 {
+		return
+	}
+	taken, matched := a.taken[:n], a.matched[:n]
+	clear(taken)
+	clear(matched)
+	a.matches = a.matches[:0]
+	f.room.sw, f.room.taken = s, taken
+	for it := 0; it < a.iters; it++ {
+		// Request.
+		a.reqs = a.reqs[:0]
+		for pi := 0; pi < n; pi++ {
+			ii := s.in[pi]
+			if ii < 0 || matched[pi] {
+				continue
+			}
+			ip := &f.in[ii]
+			if ip.xbarBusy || ip.queued == 0 {
+				continue
+			}
+			nq := len(ip.queues)
+			for j := 0; j < nq; j++ {
+				qi := (ip.rrQ + j) % nq
+				q := &ip.queues[qi]
+				p := q.head
+				if p == nil {
+					continue
+				}
+				cands := f.headCandidates(s, pi, q, p)
+				f.room.blocks = p.blocks
+				c := route.Select(cands, &f.room)
+				if c < 0 || a.requested(int32(pi), cands[c].Port) {
+					continue
+				}
+				a.reqs = append(a.reqs, islipRequest{in: int32(pi), q: int32(qi), c: cands[c]})
+			}
+		}
+		if len(a.reqs) == 0 {
+			break
+		}
+		// Grant: each output picks one requesting input.
+		grants := a.grants[:n]
+		for i := range grants {
+			grants[i] = -1
+		}
+		for po := 0; po < n; po++ {
+			if taken[po] || s.out[po] < 0 {
+				continue
+			}
+			ptr := a.grantPtr[s.out[po]]
+			best, bestDist := -1, int32(n)
+			for ri := range a.reqs {
+				r := &a.reqs[ri]
+				if int(r.c.Port) != po {
+					continue
+				}
+				if d := (r.in - ptr + int32(n)) % int32(n); d < bestDist {
+					best, bestDist = ri, d
+				}
+			}
+			if best < 0 {
+				continue
+			}
+			// Accept: the input keeps the grant whose output comes first
+			// from its accept pointer on.
+			in := a.reqs[best].in
+			if g := grants[in]; g < 0 || a.acceptDist(s, in, po) < a.acceptDist(s, in, int(a.reqs[g].c.Port)) {
+				grants[in] = int32(best)
+			}
+		}
+		for pi := 0; pi < n; pi++ {
+			g := grants[pi]
+			if g < 0 {
+				continue
+			}
+			r := a.reqs[g]
+			matched[pi], taken[r.c.Port] = true, true
+			a.matches = append(a.matches, r)
+			if it == 0 {
+				a.grantPtr[s.out[r.c.Port]] = int32((pi + 1) % n)
+				a.acceptPtr[s.in[pi]] = int32((int(r.c.Port) + 1) % n)
+			}
+		}
+	}
+	f.room.taken = nil
+	for _, m := range a.matches {
+		ii := s.in[m.in]
+		ip := &f.in[ii]
+		f.grant(s, ii, int(m.q), m.c)
+		if ip.rrQ = int(m.q) + 1; ip.rrQ == len(ip.queues) {
+			ip.rrQ = 0
+		}
+	}
+}
+
+// requested reports whether input pi already requests output port in
+// this iteration (from another of its queues).
+func (a *islipAllocator) requested(pi, port int32) bool {
+	for i := len(a.reqs) - 1; i >= 0 && a.reqs[i].in == pi; i-- {
+		if a.reqs[i].c.Port == port {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptDist is how far output po comes after input pi's accept pointer.
+func (a *islipAllocator) acceptDist(s *Switch, pi int32, po int) int {
+	n := len(s.in)
+	return (po - int(a.acceptPtr[s.in[pi]]) + n) % n
+}

@@ -1,0 +1,100 @@
+package fabric
+
+import (
+	"math/bits"
+
+	"github.com/fabemu/fabemu/fabric/route"
+)
+
+// rrAllocator is packet-based round-robin arbitration (paper 004 §4.1):
+// inputs are visited in round-robin order starting after the last input
+// granted, the queues of an input in round-robin order starting after the
+// last queue granted there, and the first head whose selected output can
+// take it is granted at once. It is greedy: one pass, no iterations.
+type rrAllocator struct{ f *Fabric }
+
+func (a *rrAllocator) arrived(s *Switch, pi int) { a.tryInput(s, pi) }
+
+func (a *rrAllocator) arbitrate(s *Switch) {
+	n := len(s.in)
+	if n <= 64 {
+		// The same visiting order, skipping ports whose bit in s.ready is
+		// clear (tryInput would return false at once for them). The mask
+		// is read afresh at every step, as a grant changes it.
+		start := s.rr
+		for pi := start; pi < n; pi++ {
+			m := s.ready &^ (1<<uint(pi) - 1)
+			if m == 0 {
+				break
+			}
+			pi = bits.TrailingZeros64(m)
+			if a.tryInput(s, pi) {
+				if s.rr = pi + 1; s.rr == n {
+					s.rr = 0
+				}
+			}
+		}
+		for pi := 0; pi < start; pi++ {
+			m := s.ready &^ (1<<uint(pi) - 1) & (1<<uint(start) - 1)
+			if m == 0 {
+				break
+			}
+			pi = bits.TrailingZeros64(m)
+			if a.tryInput(s, pi) {
+				s.rr = pi + 1 // < start < n
+			}
+		}
+		return
+	}
+	pi := s.rr
+	for k := 0; k < n; k++ {
+		if a.tryInput(s, pi) {
+			s.rr = pi + 1
+			if s.rr == n {
+				s.rr = 0
+			}
+		}
+		if pi++; pi == n {
+			pi = 0
+		}
+	}
+}
+
+// tryInput grants the crossbar to one head packet of input port pi,
+// queues in round-robin order, and reports whether it did.
+func (a *rrAllocator) tryInput(s *Switch, pi int) bool {
+	f := a.f
+	ii := s.in[pi]
+	if ii < 0 {
+		return false
+	}
+	ip := &f.in[ii]
+	if ip.xbarBusy || ip.queued == 0 {
+		return false
+	}
+	nq := len(ip.queues)
+	v := ip.rrQ
+	for j := 0; j < nq; j++ {
+		q := &ip.queues[v]
+		if p := q.head; p != nil {
+			if q.candsFor == p && q.blockedAt == f.candEpochs(s, q.cands) {
+				goto next // none of its outputs has freed room since
+			}
+			cands := f.headCandidates(s, pi, q, p)
+			f.room.sw, f.room.blocks = s, p.blocks
+			if c := route.Select(cands, &f.room); c >= 0 {
+				f.grant(s, ii, v, cands[c])
+				if ip.rrQ = v + 1; ip.rrQ == nq {
+					ip.rrQ = 0
+				}
+				return true
+			}
+			q.blockedAt = f.candEpochs(s, cands)
+		}
+	next:
+		if v++; v == nq {
+			v = 0
+		}
+	}
+	return false
+}

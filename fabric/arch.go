@@ -1,0 +1,101 @@
+package fabric
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fabemu/fabemu/fabric/des"
+)
+
+// A switchArch is one switch architecture. Links, ports, lanes, credits,
+// routing and the allocator are shared by every architecture; an
+// architecture decides
+//   - where a packet arriving at an input is queued (enqueue: one FIFO per
+//     virtual lane, a virtual output queue, a set-aside queue, ...), which
+//     fixes the heads that compete in the allocator;
+//   - whether an output can take a granted packet now (room);
+//   - what crossing the crossbar does (forward): into an output buffer, or
+//     straight onto the link;
+//   - what the output link sends next (next) and what a finished
+//     transmission frees (linkDone);
+//   - what to do with its own control packets and events.
+//
+// Implementations live in this package (arch_*.go) because they work on
+// the fabric's port state; they are chosen by name through archTable.
+type switchArch interface {
+	// queuesPerInput is how many queues every switch input port has.
+	queuesPerInput() int
+	// enqueue returns the queue of input ip a packet arriving there joins.
+	enqueue(ip *inPort, p *Packet) int
+	// room reports whether output o can take a granted packet of blocks
+	// on lane vl now, and the room the selection function compares.
+	room(o *outPort, vl, blocks int32) (ok bool, free int)
+	// forward carries granted packet p from input ii to output oi, lane
+	// vl, and schedules the end of its crossbar transfer (opXbarDone, or
+	// an event of the architecture's own).
+	forward(ii, oi int32, p *Packet, vl int)
+	// crossbarDone: a crossbar transfer into output o ended.
+	crossbarDone(o *outPort)
+	// next starts the next data packet on switch output oi, whose link is
+	// free from start on, if the output stage holds one.
+	next(oi int32, o *outPort, start des.Time)
+	// linkDone: a transmission of blocks on lane vl left switch output o.
+	linkDone(o *outPort, vl int, blocks int32)
+	// control receives a control packet (not a credit) at out-port oi.
+	control(oi int32, c *Control)
+	// handle runs the architecture's own events (kinds from opArch on).
+	handle(kind int, a int32, vl, blocks int, ref any)
+	// waitsFor says, for a deadlock report, what a head that needs blocks
+	// on lane vl of output o is waiting for.
+	waitsFor(o *outPort, vl int, need int32) string
+}
+
+// ArchInfo describes one switch architecture of the table.
+type ArchInfo struct {
+	Name        string
+	Description string
+	Source      string // paper and section
+	// outputBuffered: switch outputs have buffers (fabric.output_buffer),
+	// so credits are needed only when the output link sends.
+	outputBuffered bool
+	new            func(f *Fabric) switchArch
+}
+
+// archTable lists the switch architectures fabric.switch may name. To add
+// one, write its switchArch in a file of its own and add a line here; the
+// conformance suite (fabric/fabrictest) then runs it through every check.
+func archTable() []ArchInfo {
+	return []ArchInfo{
+		{Name: "cioq", Description: "combined input-output queued: one FIFO per virtual lane at each input and an output buffer per lane; a packet crosses the crossbar at crossbar_speedup times the link rate into the output buffer",
+			Source: "paper 004 §4.1", outputBuffered: true, new: newCIOQ},
+		{Name: "iq", Description: "input-queued: one FIFO per virtual lane at each input; the crossbar feeds the output link directly, so a head is granted only when the link is free and the next switch has credits",
+			Source: "paper 003 §2.1, §4.2", new: newIQ},
+	}
+}
+
+// Architectures returns the switch architectures fabric.switch accepts.
+func Architectures() []ArchInfo { return archTable() }
+
+// OutputBuffered reports whether the architecture's outputs have buffers.
+func (a ArchInfo) OutputBuffered() bool { return a.outputBuffered }
+
+func lookupArch(name string) (ArchInfo, error) {
+	var names []string
+	for _, a := range archTable() {
+		if a.Name == name {
+			return a, nil
+		}
+		names = append(names, a.Name)
+	}
+	return ArchInfo{}, fmt.Errorf("unknown switch architecture %q; known: %s", name, strings.Join(names, ", "))
+}
+
+// vlQueues is the input side of the architectures that keep one FIFO per
+// virtual lane at each input (cioq, iq): a packet joins the queue of the
+// lane it arrived on, so only the head of each lane competes.
+type vlQueues struct{ f *Fabric }
+
+func (q *vlQueues) queuesPerInput() int            { return q.f.nVL }
+func (*vlQueues) enqueue(_ *inPort, p *Packet) int { return int(p.VL) }
+func (*vlQueues) control(int32, *Control)          {}
+func (*vlQueues) handle(int, int32, int, int, any) {}
