@@ -16,6 +16,9 @@
 //     only: with dynamic memory the space a connection can use is not known
 //     in advance, §4.3).
 //
+// The policies are listed by name in one table (table, in this file), one
+// file per policy (unlimited.go, limited.go); a configuration names one.
+//
 // The package is pure: no fabric, no I/O, no clock. The NIC (package nic)
 // owns the connections and tells each connection's State what happened
 // (injections, ACKs, NACKs); the State answers MayInject. Policies that
@@ -39,8 +42,64 @@ const (
 	LW        Kind = "lw"
 )
 
-// Kinds lists every policy name.
-func Kinds() []Kind { return []Kind{Unlimited, LI, LW} }
+// Kinds lists every policy name, in the order of the table.
+func Kinds() []Kind {
+	var ks []Kind
+	for _, p := range table() {
+		ks = append(ks, p.Kind)
+	}
+	return ks
+}
+
+// Info describes one policy of the table.
+type Info struct {
+	Kind        Kind
+	Description string
+	Source      string // paper and section
+	// newConn returns the state of a new connection, in the UI state.
+	newConn func() State
+}
+
+// table lists the policies a configuration may name. To add a policy,
+// write its State in a file of its own and add a line here.
+func table() []Info {
+	return []Info{
+		{Kind: Unlimited, Source: "paper 004 §3.3", Description: "a rejected packet is resent at once; new packets go as soon as possible",
+			newConn: func() State { return &unlimited{} }},
+		{Kind: LI, Source: "paper 004 §3.3", Description: "ADAP-LI: after a NACK the connection injects one packet per acknowledged packet until every rejected packet is acknowledged",
+			newConn: func() State { return &limited{} }},
+		{Kind: LW, Source: "paper 004 §3.3", Description: "ADAP-LW: after a NACK the connection injects what fits the free space the destination advertised (static reorder memory only)",
+			newConn: func() State { return &limited{window: true} }},
+	}
+}
+
+// Policies returns the table of policies.
+func Policies() []Info { return table() }
+
+func lookup(k Kind) (Info, bool) {
+	for _, p := range table() {
+		if p.Kind == k {
+			return p, true
+		}
+	}
+	return Info{}, false
+}
+
+func names() string {
+	ks := Kinds()
+	var b strings.Builder
+	for i, k := range ks {
+		switch {
+		case i == 0:
+		case i == len(ks)-1:
+			b.WriteString(" or ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(string(k))
+	}
+	return b.String()
+}
 
 // Config selects and parameterises the injection policy of every source
 // connection.
@@ -63,18 +122,17 @@ func (c Config) Resolved() Kind {
 
 // Validate checks the policy name.
 func (c Config) Validate() error {
-	switch c.Resolved() {
-	case Unlimited, LI, LW:
+	if _, ok := lookup(c.Resolved()); ok {
 		return nil
 	}
-	return fmt.Errorf("injection.policy %q: want unlimited, li or lw", c.Policy)
+	return fmt.Errorf("injection.policy %q: want %s", c.Policy, names())
 }
 
 // ParseKind reads a policy name (case-insensitive).
 func ParseKind(s string) (Kind, error) {
 	c := Config{Policy: Kind(s)}
 	if s == "" {
-		return "", fmt.Errorf("injection policy: empty; want unlimited, li or lw")
+		return "", fmt.Errorf("injection policy: empty; want %s", names())
 	}
 	if err := c.Validate(); err != nil {
 		return "", err
@@ -87,7 +145,8 @@ func New(c Config) (Policy, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	return policy{kind: c.Resolved()}, nil
+	info, _ := lookup(c.Resolved())
+	return policy{info}, nil
 }
 
 // Policy makes the per-connection state of one injection policy.
@@ -186,113 +245,7 @@ type State interface {
 	Limited() bool
 }
 
-type policy struct{ kind Kind }
+type policy struct{ info Info }
 
-func (p policy) Kind() Kind { return p.kind }
-
-func (p policy) NewConn() State {
-	switch p.kind {
-	case Unlimited:
-		return &unlimited{}
-	case LW:
-		return &limited{window: true}
-	}
-	return &limited{}
-}
-
-// unlimited resends at once and never limits (paper 004 §3.3, first
-// paragraph).
-type unlimited struct{}
-
-func (*unlimited) MayInject(Candidate, Local) bool { return true }
-func (*unlimited) Injected(Candidate)              {}
-func (*unlimited) Acked(Ack)                       {}
-func (*unlimited) Nacked(Nack)                     {}
-func (*unlimited) Limited() bool                   { return false }
-
-// limited is ADAP-LI, or ADAP-LW when window is set (paper 004 §3.3).
-type limited struct {
-	window bool
-	// rejected counts the connection's packets rejected at least once and
-	// not yet acknowledged; the connection is in LI while it is positive
-	// ("When there are one or more outstanding packets that have been
-	// rejected at least once, then the connection switches to the LI
-	// state", §3.3).
-	rejected int
-	// allowance is, in LI, how many packets (li) or bytes (lw) may still
-	// be injected.
-	allowance int64
-}
-
-func (s *limited) Limited() bool { return s.rejected > 0 }
-
-func (s *limited) MayInject(c Candidate, _ Local) bool {
-	if s.rejected == 0 || c.HeadOfLine {
-		// UI: "all newly generated packets are injected into the network
-		// as soon as possible". The head-of-line resend is exempt from LI
-		// (a liveness rule the paper leaves implicit): it is certain to be
-		// accepted, and when the only packets that could produce an ACK
-		// are waiting to be resent, no ACK would ever come otherwise.
-		return true
-	}
-	if s.window {
-		return s.allowance >= int64(c.Size)
-	}
-	return s.allowance > 0
-}
-
-func (s *limited) Injected(c Candidate) {
-	if s.rejected == 0 {
-		return
-	}
-	if s.window {
-		s.allowance = max(0, s.allowance-int64(c.Size))
-	} else if s.allowance > 0 {
-		s.allowance--
-	}
-}
-
-func (s *limited) Acked(a Ack) {
-	s.rejected = max(0, s.rejected-a.Rejected)
-	if s.rejected == 0 {
-		// "the connection status is switched to the UI state when all the
-		// pending rejected packets are acknowledged" (§3.3); unused
-		// allowance does not carry over.
-		s.allowance = 0
-		return
-	}
-	if s.window {
-		s.advertise(a.Room, a.RoomKnown, a.InFlightBytes)
-		return
-	}
-	// "In the LI state, a packet is injected or re-injected only when an
-	// <ACK sn> packet for this connection has been received. Indeed, in
-	// this situation, a number of packets up to the number of acknowledged
-	// packets may be injected" (§3.3).
-	s.allowance += int64(a.Packets)
-}
-
-func (s *limited) Nacked(n Nack) {
-	if n.First {
-		if s.rejected == 0 {
-			s.allowance = 0 // entering LI
-		}
-		s.rejected++
-	}
-	if s.window && s.rejected > 0 {
-		s.advertise(n.Room, n.RoomKnown, n.InFlightBytes)
-	}
-}
-
-// advertise sets the LW window from the destination's free space: "the
-// source node will just inject the number of packets that fit at
-// destination buffer" (§3.3). Bytes still in flight will take their share
-// of that space, so the window is the advertised room minus them (as TCP's
-// usable window is the receiver window minus the data in flight).
-func (s *limited) advertise(room int64, known bool, inFlight int64) {
-	if !known {
-		s.allowance = 1 << 62
-		return
-	}
-	s.allowance = max(0, room-inFlight)
-}
+func (p policy) Kind() Kind     { return p.info.Kind }
+func (p policy) NewConn() State { return p.info.newConn() }
