@@ -54,10 +54,8 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("routing mode %q: want deterministic or adaptive", c.Mode)
 	}
-	switch c.Escape {
-	case "auto", "updown", "dor", "min":
-	default:
-		return fmt.Errorf("escape routing %q: want auto, updown, dor or min", c.Escape)
+	if _, ok := lookupEscape(c.Escape); !ok && c.Escape != "auto" {
+		return fmt.Errorf("escape routing %q: want auto, %s", c.Escape, escapeNames())
 	}
 	if c.Mode == Adaptive && c.AdaptiveVLs < 1 {
 		return fmt.Errorf("adaptive_vls = %d: adaptive routing needs at least 1", c.AdaptiveVLs)
@@ -151,23 +149,12 @@ func New(t *topo.Topology, c Config) (*Router, error) {
 	} else {
 		r.dist = newDistTable(t)
 	}
-	switch esc {
-	case "updown":
-		if c.UpDownRoot < 0 || c.UpDownRoot >= t.NumSwitches() {
-			return nil, fmt.Errorf("updown_root %d: topology has switches 0..%d", c.UpDownRoot, t.NumSwitches()-1)
-		}
-		r.esc = newUpDown(t, c.UpDownRoot)
-	case "dor":
-		if !isCube {
-			return nil, fmt.Errorf("escape routing dor needs a torus or mesh, topology %q is %s", t.Name, t.Kind)
-		}
-		r.esc = newCube(t, c.Dateline)
-	case "min":
-		if t.Kind != topo.KindMIN {
-			return nil, fmt.Errorf("escape routing min needs a multistage network, topology %q is %s", t.Name, t.Kind)
-		}
-		r.esc = newMINEscape(t)
+	info, _ := lookupEscape(esc)
+	e, err := info.build(t, c)
+	if err != nil {
+		return nil, err
 	}
+	r.esc = e
 	r.escVLs = r.esc.vls()
 	if c.Mode == Adaptive {
 		r.adVLs = c.AdaptiveVLs
