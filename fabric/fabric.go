@@ -1,11 +1,12 @@
 // Package fabric owns the switched network model: links with rate, line
-// coding and propagation; switches with per-virtual-lane input buffers,
-// optional output buffers (CIOQ), a routing delay and a crossbar;
-// credit-based flow control per lane in 64-byte blocks; packet-level
-// virtual cut-through; round-robin packet arbitration; and the runtime
-// deadlock watchdog. Hosts are Endpoints: the fabric pulls packets from
-// them when their injection link can send and hands packets to them when
-// their tail has arrived.
+// coding and propagation; ports with per-virtual-lane buffers and
+// credit-based flow control in 64-byte blocks; control packets (credits
+// and the architectures' own) on each channel's reverse direction;
+// packet-level virtual cut-through; switch architectures (arch.go: cioq,
+// iq) and crossbar allocators (alloc.go: rr, islip(N)) chosen by name from
+// their tables; and the runtime deadlock watchdog. Hosts are Endpoints:
+// the fabric pulls packets from them when their injection link can send
+// and hands packets to them when their tail has arrived.
 //
 // The model is event driven at packet granularity. A packet's head may
 // leave a switch once it has been routed and granted, before its tail has
@@ -13,7 +14,8 @@
 // is forwarded only when the whole packet fits in the downstream buffer
 // (virtual cut-through, paper 004 §4.1). Credits are returned upstream when
 // a packet's tail leaves an input buffer, in credit packets that share the
-// reverse link with data.
+// reverse link with data. docs/architecture.md follows a packet through
+// the events.
 package fabric
 
 import (
