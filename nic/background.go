@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fabemu/fabemu/fabric/des"
-	"github.com/fabemu/fabemu/nic/traffic"
+	"github.com/fabemu/fabemu/workload/traffic"
 )
 
 // StartBackground drives only the listed hosts with the synthetic workload

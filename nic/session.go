@@ -7,7 +7,7 @@ import (
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/fabric/route"
 	"github.com/fabemu/fabemu/fabric/topo"
-	"github.com/fabemu/fabemu/nic/traffic"
+	"github.com/fabemu/fabemu/workload/traffic"
 )
 
 // RunConfig is how long and with which seed a run goes.

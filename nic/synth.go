@@ -6,7 +6,7 @@ import (
 
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/rng"
-	"github.com/fabemu/fabemu/nic/traffic"
+	"github.com/fabemu/fabemu/workload/traffic"
 )
 
 // TrafficConfig is the synthetic workload.
