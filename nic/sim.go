@@ -6,7 +6,6 @@ import (
 	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/internal/units"
-	"github.com/fabemu/fabemu/reorder"
 )
 
 // SummarySchema versions the JSON summary of a synthetic run.
@@ -44,54 +43,6 @@ type Summary struct {
 	Run        *RunInfo `json:"run,omitempty"`
 }
 
-// DeliveryReport carries the figures of end-to-end delivery control
-// (paper 004 §3): filled by the delivery mode, shared by the sim and replay
-// summaries. Counts and bytes are over the whole run, warm-up included.
-// Definitions: docs/delivery.md.
-type DeliveryReport struct {
-	// Delivery is the mode in effect: deterministic, adaptive-ooo or adaptive-inorder.
-	Delivery string `json:"delivery"`
-	// ReorderMemory, InjectionPolicy and PSNBits are set in adaptive-inorder.
-	ReorderMemory   string `json:"reorder_memory,omitempty"`
-	InjectionPolicy string `json:"injection_policy,omitempty"`
-	PSNBits         uint   `json:"psn_bits,omitempty"`
-	// WasteTrafficPct is ACK, NACK and resent bytes over all bytes the NICs
-	// injected, in percent (paper 004 §4.3 footnote 3).
-	WasteTrafficPct float64 `json:"waste_traffic_pct"`
-	// MBSBytes is the largest rearrangement buffer one connection used;
-	// MMSBytes the largest memory in use at one NIC at one time (paper 004
-	// Tables 1-2); MMSPerNIC spreads MMS over the NICs.
-	MBSBytes  int64      `json:"mbs_bytes"`
-	MMSBytes  int64      `json:"mms_bytes"`
-	MMSPerNIC MinMeanMax `json:"mms_per_nic_bytes"`
-	// RejectedPackets counts NACKed packets (refused arrivals plus evicted
-	// stored packets, EvictedPackets); ResentPackets the resends.
-	RejectedPackets uint64 `json:"rejected_packets"`
-	EvictedPackets  uint64 `json:"evicted_packets"`
-	ResentPackets   uint64 `json:"resent_packets"`
-	// Acks and Nacks count the control packets injected.
-	Acks  uint64 `json:"acks"`
-	Nacks uint64 `json:"nacks"`
-	// LITimeNs is the total time connections spent in the LI state;
-	// LIEntries how many times a connection entered it.
-	LITimeNs    float64 `json:"li_time_ns"`
-	LIEntries   uint64  `json:"li_entries"`
-	Connections int     `json:"connections,omitempty"`
-	// Bytes and Fabric break down the injected traffic.
-	Bytes  WireBytes      `json:"wire_bytes"`
-	Fabric *FabricPackets `json:"fabric_packets,omitempty"`
-	// ReorderedRatio is the RFC 4737 reordered ratio of the packets
-	// arriving at the destination NICs (Order.Stream defines the streams).
-	ReorderedRatio float64 `json:"reordered_ratio"`
-	// Order is the RFC 4737 / RFC 5236 report at NIC arrival, before
-	// rearrangement; OrderAfter at host delivery (adaptive-inorder only:
-	// in order by construction). Each carries its stream definition.
-	Order                 *reorder.OrderReport `json:"order,omitempty"`
-	OrderAfter            *reorder.OrderReport `json:"order_after,omitempty"`
-	OrderStreamsMetered   int                  `json:"order_streams_metered,omitempty"`
-	OrderStreamsUnmetered int                  `json:"order_streams_unmetered,omitempty"`
-}
-
 // Bin is one time-series bin over the whole run, warm-up included.
 type Bin struct {
 	TimeUs                      float64 `json:"time_us"` // bin start
@@ -116,13 +67,6 @@ type RoutingSummary struct {
 	VLs         int    `json:"vls"`
 	EscapeVLs   int    `json:"escape_vls"`
 	EscapeCheck string `json:"escape_check"`
-}
-
-// MinMeanMax is a spread over hosts or links.
-type MinMeanMax struct {
-	Min  float64 `json:"min"`
-	Mean float64 `json:"mean"`
-	Max  float64 `json:"max"`
 }
 
 // PacketCounts are over the whole run (warm-up included), so that
@@ -239,13 +183,14 @@ func (s *Session) summarize(cfg SimConfig, active int) *Summary {
 	sum.LinkUtilisation = MinMeanMax{Mean: mean, Max: mx}
 	sum.Invariants = s.invariants()
 	sum.Timeseries = s.timeseries(active, capBytesPerNs)
-	s.fillDelivery(sum)
+	sum.DeliveryReport = s.DeliveryReport()
+	s.deliveryPackets(&sum.Packets)
 	return sum
 }
 
 func (s *Session) invariants() InvariantReport {
 	iv := s.Fabric.CheckInvariants()
-	conserved, why := s.packetsConserved()
+	conserved, why := s.Net.PacketsConserved()
 	r := InvariantReport{
 		PacketsConserved:   conserved,
 		CreditsNonNegative: iv.CreditsNonNegative, CreditsConserved: iv.CreditsConserved, BuffersWithinCap: iv.BuffersWithinCap,
@@ -257,7 +202,13 @@ func (s *Session) invariants() InvariantReport {
 		r.InOrder = &ok
 		r.OK = r.OK && ok
 	}
-	s.deliveryInvariants(&r)
+	if checked, ok, why := s.Net.DeliveredInOrder(); checked {
+		if !ok {
+			r.Violations = append(r.Violations, why)
+		}
+		r.InOrder = &ok
+		r.OK = r.OK && ok
+	}
 	return r
 }
 
@@ -283,4 +234,15 @@ func (s *Session) timeseries(active int, capBytesPerNs float64) []Bin {
 		b.AcceptedBytesPerNsPerSwitch = at(m.BinPayload, i) / binNs / float64(s.Topo.NumSwitches())
 	}
 	return out
+}
+
+// DeliveryReport returns the end-to-end delivery figures of the run so far.
+func (s *Session) DeliveryReport() DeliveryReport { return s.Net.DeliveryReport() }
+
+// deliveryPackets restates the packet counts of a summary in
+// adaptive-inorder (Network.DataPackets).
+func (s *Session) deliveryPackets(p *PacketCounts) {
+	if del, inj, fl, ok := s.Net.DataPackets(); ok {
+		p.Delivered, p.Injected, p.InFlight = del, inj, fl
+	}
 }
