@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"github.com/fabemu/fabemu/internal/params"
-	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/model"
 	"github.com/spf13/cobra"
 )
 
@@ -38,7 +38,7 @@ so).`,
   fabemu config explain --markdown > docs/parameters.md`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := nic.LookupPreset(preset)
+			cfg, err := model.LookupPreset(preset)
 			if err != nil {
 				return err
 			}
@@ -51,7 +51,7 @@ so).`,
 }
 
 // explain writes the parameter list of cfg.
-func explain(w io.Writer, preset string, cfg nic.SimConfig, markdown bool) error {
+func explain(w io.Writer, preset string, cfg model.SimConfig, markdown bool) error {
 	ps := params.Explain(&cfg)
 	if !markdown {
 		return params.WriteExplain(w, ps)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/fabemu/fabemu/internal/params"
 	"github.com/fabemu/fabemu/internal/report"
-	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/workload/replay"
 	"github.com/spf13/cobra"
 )
 
@@ -56,7 +56,7 @@ sample is replayed.`,
 				return err
 			}
 			var prog *report.Progress
-			sum, err := nic.RunReplay(cfg, func(done, total uint64) {
+			sum, err := replay.RunReplay(cfg, func(done, total uint64) {
 				if prog == nil {
 					prog = report.NewProgress(os.Stderr, "replay", float64(total), "requests")
 				}
@@ -105,7 +105,7 @@ sample is replayed.`,
 	fs.StringVar(&f.from, "from", "", "start of the replayed window in trace time since the first record, e.g. 1h")
 	fs.StringVar(&f.to, "to", "", "end of the replayed window in trace time (exclusive), e.g. 2h30m")
 	fs.Int64Var(&f.limit, "limit", 0, "replay at most this many records (0: all)")
-	fs.StringVar(&f.jsonPath, "json", "", "write the JSON summary (schema "+nic.ReplaySchema+") to PATH (- for stdout)")
+	fs.StringVar(&f.jsonPath, "json", "", "write the JSON summary (schema "+replay.ReplaySchema+") to PATH (- for stdout)")
 	fs.StringVar(&f.timeseries, "timeseries", "", "write issued/completed requests and offered/accepted traffic per time bin to PATH (.csv, else JSON lines)")
 	fs.StringVar(&f.plot, "plot", "", "write the accepted traffic over time plot to PATH (.svg or .png)")
 	f.dl.register(cmd)
@@ -114,8 +114,8 @@ sample is replayed.`,
 
 // resolve builds the replay configuration: the preset, then --config,
 // then the flags that were given, then every --set.
-func (f *replayFlags) resolve(cmd *cobra.Command) (nic.ReplaySimConfig, error) {
-	cfg, err := nic.ReplayPreset(f.preset)
+func (f *replayFlags) resolve(cmd *cobra.Command) (replay.ReplaySimConfig, error) {
+	cfg, err := replay.ReplayPreset(f.preset)
 	if err != nil {
 		return cfg, err
 	}
@@ -193,7 +193,7 @@ func hostList(hs []int) string {
 	return b.String()
 }
 
-func writeReplayTable(w io.Writer, s *nic.ReplaySummary) {
+func writeReplayTable(w io.Writer, s *replay.ReplaySummary) {
 	c := s.Config
 	r := c.Replay
 	cfgSec := report.Section{Title: "Configuration"}
@@ -265,7 +265,7 @@ func writeReplayTable(w io.Writer, s *nic.ReplaySummary) {
 	report.WriteSections(w, secs...)
 }
 
-func writeReplaySeries(path string, s *nic.ReplaySummary) error {
+func writeReplaySeries(path string, s *replay.ReplaySummary) error {
 	sw, err := report.CreateSeries(path)
 	if err != nil {
 		return err
@@ -287,7 +287,7 @@ func writeReplaySeries(path string, s *nic.ReplaySummary) error {
 
 // plotReplay draws accepted (and offered) traffic over replay time, the
 // way papers 000 and 003 plot throughput over time.
-func plotReplay(path string, s *nic.ReplaySummary) error {
+func plotReplay(path string, s *replay.ReplaySummary) error {
 	unit, div := "ms", 1e3
 	if end := s.TraceExecutionTimeNs / 1e3; end > 1e6 {
 		unit, div = "s", 1e6

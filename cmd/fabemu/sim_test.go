@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/fabemu/fabemu/internal/params"
-	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/model"
+	"github.com/fabemu/fabemu/workload/synth"
 )
 
 // run runs "fabemu ARGS..." and returns stdout.
@@ -97,7 +98,7 @@ func TestSimJSONDeterministic(t *testing.T) {
 		if err := json.Unmarshal(data, &doc); err != nil {
 			t.Fatal(err)
 		}
-		if doc["schema"] != nic.SummarySchema || doc["run"] == nil {
+		if doc["schema"] != synth.SummarySchema || doc["run"] == nil {
 			t.Fatalf("summary schema %v, run %v", doc["schema"], doc["run"])
 		}
 		delete(doc, "run")
@@ -111,13 +112,13 @@ func TestSimJSONDeterministic(t *testing.T) {
 }
 
 // TestConfigExplainListsEverything: the plain listing has a row per
-// parameter of nic.SimConfig.
+// parameter of model.SimConfig.
 func TestConfigExplainListsEverything(t *testing.T) {
 	out, err := run(t, "config", "explain", "--preset", "paper004-irregular16")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := nic.LookupPreset("paper004-irregular16")
+	cfg, _ := model.LookupPreset("paper004-irregular16")
 	ps := params.Explain(&cfg)
 	if len(ps) < 40 {
 		t.Fatalf("only %d parameters explained", len(ps))
@@ -191,7 +192,7 @@ func FuzzSimConfigYAML(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		cfg, err := nic.LookupPreset("paper004-irregular16")
+		cfg, err := model.LookupPreset("paper004-irregular16")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/fabemu/fabemu/injection"
 	"github.com/fabemu/fabemu/internal/params"
 	"github.com/fabemu/fabemu/internal/report"
+	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic"
 	"github.com/fabemu/fabemu/reorder"
 	"github.com/spf13/cobra"
@@ -91,8 +92,8 @@ func (m *deliveryFlags) apply(cmd *cobra.Command, d *nic.DeliveryConfig) error {
 
 // resolveSim builds a synthetic-run configuration: the preset, then
 // --config, then the individual flags that were given, then every --set.
-func (m *modelFlags) resolveSim(cmd *cobra.Command) (nic.SimConfig, error) {
-	cfg, err := nic.LookupPreset(m.preset)
+func (m *modelFlags) resolveSim(cmd *cobra.Command) (model.SimConfig, error) {
+	cfg, err := model.LookupPreset(m.preset)
 	if err != nil {
 		return cfg, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fabemu/fabemu/internal/params"
+	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic"
 	"github.com/fabemu/fabemu/nic/tap"
 	"gopkg.in/yaml.v3"
@@ -77,9 +78,9 @@ type ModelConfig struct {
 
 // BackgroundConfig is synthetic load on the hosts without a TAP device.
 type BackgroundConfig struct {
-	Enabled bool              `yaml:"enabled" json:"enabled" doc:"drive the hosts without a TAP device with synthetic traffic"`
-	Traffic nic.TrafficConfig `yaml:"traffic" json:"traffic"`
-	Seed    uint64            `yaml:"seed" json:"seed" doc:"seed of the background traffic"`
+	Enabled bool                `yaml:"enabled" json:"enabled" doc:"drive the hosts without a TAP device with synthetic traffic"`
+	Traffic model.TrafficConfig `yaml:"traffic" json:"traffic"`
+	Seed    uint64              `yaml:"seed" json:"seed" doc:"seed of the background traffic"`
 }
 
 // PacingConfig is how the model follows the wall clock.
@@ -126,7 +127,7 @@ const (
 func DefaultRunConfig() RunConfig {
 	var c RunConfig
 	c.Model.Preset = DefaultPreset
-	c.Background.Traffic = nic.DefaultTrafficConfig()
+	c.Background.Traffic = model.DefaultTrafficConfig()
 	c.Background.Traffic.Load = 0.01
 	c.Background.Traffic.Sizes = "4096" // few large messages: cheap to simulate in real time
 	c.Background.Seed = 1
@@ -157,8 +158,8 @@ func LoadRunConfig(path string) (RunConfig, error) {
 
 // ResolveModel resolves the fabric configuration: the preset, the --set style
 // overrides, then the delivery fields.
-func (c *RunConfig) ResolveModel() (nic.SimConfig, error) {
-	sc, err := nic.LookupPreset(c.Model.Preset)
+func (c *RunConfig) ResolveModel() (model.SimConfig, error) {
+	sc, err := model.LookupPreset(c.Model.Preset)
 	if err != nil {
 		return sc, fmt.Errorf("model.preset: %w", err)
 	}

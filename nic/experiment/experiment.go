@@ -31,7 +31,9 @@ import (
 	"strings"
 
 	"github.com/fabemu/fabemu/internal/params"
+	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/workload/replay"
 )
 
 //go:embed defs/*.yaml
@@ -39,8 +41,8 @@ var defs embed.FS
 
 // Kinds of experiment.
 const (
-	KindReplay = "replay" // trace replay rows (nic.RunReplay)
-	KindSim    = "sim"    // synthetic traffic rows (nic.RunSim), optionally a load sweep
+	KindReplay = "replay" // trace replay rows (replay.RunReplay)
+	KindSim    = "sim"    // synthetic traffic rows (synth.RunSim), optionally a load sweep
 )
 
 // Experiment is one experiment definition.
@@ -380,8 +382,8 @@ func (e *Experiment) preset(r Row) string {
 }
 
 // replayConfig resolves a replay row.
-func (e *Experiment) replayConfig(r Row, quick bool) (nic.ReplaySimConfig, error) {
-	cfg, err := nic.ReplayPreset(e.preset(r))
+func (e *Experiment) replayConfig(r Row, quick bool) (replay.ReplaySimConfig, error) {
+	cfg, err := replay.ReplayPreset(e.preset(r))
 	if err != nil {
 		return cfg, err
 	}
@@ -396,8 +398,8 @@ func (e *Experiment) replayConfig(r Row, quick bool) (nic.ReplaySimConfig, error
 }
 
 // simConfig resolves a sim row.
-func (e *Experiment) simConfig(r Row, quick bool) (nic.SimConfig, error) {
-	cfg, err := nic.LookupPreset(e.preset(r))
+func (e *Experiment) simConfig(r Row, quick bool) (model.SimConfig, error) {
+	cfg, err := model.LookupPreset(e.preset(r))
 	if err != nil {
 		return cfg, err
 	}
