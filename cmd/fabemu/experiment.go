@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/fabemu/fabemu/experiment"
 	"github.com/fabemu/fabemu/internal/report"
-	"github.com/fabemu/fabemu/nic/experiment"
 	"github.com/spf13/cobra"
 )
 

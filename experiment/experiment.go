@@ -1,4 +1,5 @@
-// Package experiment owns experiment definitions and running them: a
+// Package experiment owns experiment definitions and running them, the
+// layer above the workloads (workload/synth, workload/replay): a
 // declared set of configurations (rows) over a base preset, run on a worker
 // pool and reported as one table, one JSON document and a plot. Definitions
 // are YAML files; the ones that ship with fabemu (paper 004's Tables 1 and
