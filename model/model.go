@@ -5,7 +5,9 @@
 // workload the paper used, TrafficConfig), the Session that builds engine,
 // topology, router, fabric and NICs from them and runs it with progress,
 // the parts of a result every run reports (topology, routing, packet
-// counts, the invariant report).
+// counts, the invariant report), and the one configuration resolver the
+// commands share (Resolve: preset, file, flags, delivery shorthands,
+// key=value overrides).
 //
 // It sits between the workloads (workload/synth, workload/replay), which
 // drive a Session, and the NIC and fabric it assembles: model imports nic
