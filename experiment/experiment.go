@@ -33,7 +33,6 @@ import (
 
 	"github.com/fabemu/fabemu/internal/params"
 	"github.com/fabemu/fabemu/model"
-	"github.com/fabemu/fabemu/nic"
 	"github.com/fabemu/fabemu/workload/replay"
 )
 
@@ -345,36 +344,6 @@ func (p PlotSpec) validate(sweep bool) error {
 	return nil
 }
 
-// applyRow sets a row's delivery fields and overrides on a config.
-func applyRow(dst any, d *nic.DeliveryConfig, base []string, r Row) error {
-	for _, s := range base {
-		if err := params.Set(dst, s); err != nil {
-			return fmt.Errorf("base.set %q: %w", s, err)
-		}
-	}
-	if r.Delivery != "" {
-		m, err := nic.ParseDeliveryMode(r.Delivery)
-		if err != nil {
-			return fmt.Errorf("delivery: %w", err)
-		}
-		d.Mode = m
-	}
-	if r.Reorder != "" {
-		d.Reorder = r.Reorder
-	}
-	if r.Injection != "" {
-		if err := params.Set(dst, "nic.delivery.injection.policy="+r.Injection); err != nil {
-			return fmt.Errorf("injection: %w", err)
-		}
-	}
-	for _, s := range r.Set {
-		if err := params.Set(dst, s); err != nil {
-			return fmt.Errorf("set %q: %w", s, err)
-		}
-	}
-	return nil
-}
-
 func (e *Experiment) preset(r Row) string {
 	if r.Preset != "" {
 		return r.Preset
@@ -382,14 +351,24 @@ func (e *Experiment) preset(r Row) string {
 	return e.Base.Preset
 }
 
+// layers are the configuration layers of a row for the resolver: the
+// row's preset (else the base's), the trace file, the base's overrides,
+// the row's delivery shorthands, then the row's own overrides.
+func (e *Experiment) layers(r Row) model.Layers {
+	l := model.Layers{Preset: e.preset(r),
+		Flags:      model.Sets("base.set", e.Base.Set),
+		Shorthands: model.Shorthands("", r.Delivery, r.Reorder, r.Injection),
+		Sets:       model.Sets("set", r.Set)}
+	if e.Kind == KindReplay && e.Trace.File != "" {
+		l.Flags = append([]model.Assignment{{Source: "trace.file", Flag: true, Key: "replay.trace", Value: e.Trace.File}}, l.Flags...)
+	}
+	return l
+}
+
 // replayConfig resolves a replay row.
 func (e *Experiment) replayConfig(r Row, quick bool) (replay.ReplaySimConfig, error) {
-	cfg, err := replay.ReplayPreset(e.preset(r))
+	cfg, _, err := model.Resolve(e.layers(r), replay.ReplayPreset)
 	if err != nil {
-		return cfg, err
-	}
-	cfg.Replay.Trace = e.Trace.File
-	if err := applyRow(&cfg, &cfg.NIC.Delivery, e.Base.Set, r); err != nil {
 		return cfg, err
 	}
 	if quick && e.Quick.Limit > 0 {
@@ -400,11 +379,8 @@ func (e *Experiment) replayConfig(r Row, quick bool) (replay.ReplaySimConfig, er
 
 // simConfig resolves a sim row.
 func (e *Experiment) simConfig(r Row, quick bool) (model.SimConfig, error) {
-	cfg, err := model.LookupPreset(e.preset(r))
+	cfg, _, err := model.Resolve(e.layers(r), model.LookupPreset)
 	if err != nil {
-		return cfg, err
-	}
-	if err := applyRow(&cfg, &cfg.NIC.Delivery, e.Base.Set, r); err != nil {
 		return cfg, err
 	}
 	if quick {
@@ -420,6 +396,29 @@ func (e *Experiment) simConfig(r Row, quick bool) (model.SimConfig, error) {
 		}
 	}
 	return cfg, cfg.Validate()
+}
+
+// RowConfig returns the resolved configuration of the named row, as it
+// runs (with quick, as --quick runs it): a *model.SimConfig or a
+// *replay.ReplaySimConfig. A generated trace is made when the experiment
+// runs, so the configuration of a replay row names none.
+func (e *Experiment) RowConfig(name string, quick bool) (any, error) {
+	for _, r := range e.Rows {
+		if r.Name != name {
+			continue
+		}
+		if e.Kind == KindReplay {
+			c, err := e.replayConfig(r, quick)
+			return &c, err
+		}
+		c, err := e.simConfig(r, quick)
+		return &c, err
+	}
+	var names []string
+	for _, r := range e.Rows {
+		names = append(names, r.Name)
+	}
+	return nil, fmt.Errorf("experiment %s: no row %q; rows: %s", e.Name, name, strings.Join(names, ", "))
 }
 
 // loads returns the offered loads a sweep row runs at.

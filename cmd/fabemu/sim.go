@@ -46,19 +46,22 @@ With --sweep-load FROM:TO:STEP it runs one simulation per offered load
 			if f.listPresets {
 				return listPresets(cmd.OutOrStdout())
 			}
-			cfg, err := f.model.resolveSim(cmd)
+			cfg, res, err := f.model.resolveSim(cmd)
 			if err != nil {
 				return err
 			}
 			out := tableWriter(cmd, f.jsonPath)
 			if f.sweep != "" {
+				for _, n := range res.Notes {
+					fmt.Fprintln(out, n)
+				}
 				return runSweep(out, cfg, f)
 			}
 			prog, done := progressFor("sim")
 			sum, err := synth.RunSim(cfg, prog)
 			done()
 			if sum != nil {
-				writeSimTable(out, sum)
+				writeSimTable(out, sum, res.Notes)
 				if werr := writeOut(f.jsonPath, sum); werr != nil {
 					return werr
 				}
@@ -108,11 +111,11 @@ func listPresets(w io.Writer) error {
 
 func f3(v float64) string { return report.FormatFloat(v, 4) }
 
-func writeSimTable(w io.Writer, s *synth.Summary) {
+func writeSimTable(w io.Writer, s *synth.Summary, notes []model.Note) {
 	c := s.Config
 	cfgSec := report.Section{Title: "Configuration"}
 	cfgSec.Add("topology", s.Topology.Describe, "")
-	cfgSec.Add("routing", fmt.Sprintf("%s, escape %s, %d lanes", s.Routing.Mode, s.Routing.Escape, s.Routing.VLs), "")
+	cfgSec.Add("routing", routingLine(s.Routing, notes), "")
 	cfgSec.Add("escape check", s.Routing.EscapeCheck, "")
 	cfgSec.Add("links", fmt.Sprintf("%v %s, %g m", c.Fabric.LinkRate, c.Fabric.LineCoding, c.Fabric.LinkLength), "")
 	cfgSec.Add("traffic", fmt.Sprintf("%s, %s, load %g, sizes %s", c.Traffic.Pattern, c.Traffic.Process, c.Traffic.Load, c.Traffic.Sizes), "")
