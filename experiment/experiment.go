@@ -367,58 +367,101 @@ func (e *Experiment) layers(r Row) model.Layers {
 
 // replayConfig resolves a replay row.
 func (e *Experiment) replayConfig(r Row, quick bool) (replay.ReplaySimConfig, error) {
-	cfg, _, err := model.Resolve(e.layers(r), replay.ReplayPreset)
+	cfg, _, err := e.resolveReplay(r, quick)
+	return cfg, err
+}
+
+func (e *Experiment) resolveReplay(r Row, quick bool) (replay.ReplaySimConfig, model.Resolution, error) {
+	cfg, res, err := model.Resolve(e.layers(r), replay.ReplayPreset)
 	if err != nil {
-		return cfg, err
+		return cfg, res, err
 	}
 	if quick && e.Quick.Limit > 0 {
 		cfg.Replay.Limit = e.Quick.Limit
 	}
-	return cfg, cfg.Validate()
+	return cfg, res, cfg.Validate()
 }
 
 // simConfig resolves a sim row.
 func (e *Experiment) simConfig(r Row, quick bool) (model.SimConfig, error) {
-	cfg, _, err := model.Resolve(e.layers(r), model.LookupPreset)
+	cfg, _, err := e.resolveSim(r, quick)
+	return cfg, err
+}
+
+func (e *Experiment) resolveSim(r Row, quick bool) (model.SimConfig, model.Resolution, error) {
+	cfg, res, err := model.Resolve(e.layers(r), model.LookupPreset)
 	if err != nil {
-		return cfg, err
+		return cfg, res, err
 	}
 	if quick {
 		if e.Quick.Duration != "" {
 			if err := params.Set(&cfg, "run.duration="+e.Quick.Duration); err != nil {
-				return cfg, fmt.Errorf("quick.duration: %w", err)
+				return cfg, res, fmt.Errorf("quick.duration: %w", err)
 			}
 		}
 		if e.Quick.Warmup != "" {
 			if err := params.Set(&cfg, "run.warmup="+e.Quick.Warmup); err != nil {
-				return cfg, fmt.Errorf("quick.warmup: %w", err)
+				return cfg, res, fmt.Errorf("quick.warmup: %w", err)
 			}
 		}
 	}
-	return cfg, cfg.Validate()
+	return cfg, res, cfg.Validate()
 }
 
 // RowConfig returns the resolved configuration of the named row, as it
 // runs (with quick, as --quick runs it): a *model.SimConfig or a
-// *replay.ReplaySimConfig. A generated trace is made when the experiment
-// runs, so the configuration of a replay row names none.
-func (e *Experiment) RowConfig(name string, quick bool) (any, error) {
+// *replay.ReplaySimConfig, with the resolver's notes. A generated trace is
+// made when the experiment runs, so the configuration of a replay row
+// names none.
+func (e *Experiment) RowConfig(name string, quick bool) (any, []model.Note, error) {
 	for _, r := range e.Rows {
 		if r.Name != name {
 			continue
 		}
 		if e.Kind == KindReplay {
-			c, err := e.replayConfig(r, quick)
-			return &c, err
+			c, res, err := e.resolveReplay(r, quick)
+			return &c, res.Notes, err
 		}
-		c, err := e.simConfig(r, quick)
-		return &c, err
+		c, res, err := e.resolveSim(r, quick)
+		return &c, res.Notes, err
 	}
 	var names []string
 	for _, r := range e.Rows {
 		names = append(names, r.Name)
 	}
-	return nil, fmt.Errorf("experiment %s: no row %q; rows: %s", e.Name, name, strings.Join(names, ", "))
+	return nil, nil, fmt.Errorf("experiment %s: no row %q; rows: %s", e.Name, name, strings.Join(names, ", "))
+}
+
+// Notes lists what the resolver set beyond the rows' own layers (a
+// routing mode forced by a row's delivery mode), one line per note with
+// the rows it applies to, in row order.
+func (e *Experiment) Notes() []string {
+	var order []string
+	rows := map[string][]string{}
+	for _, r := range e.Rows {
+		var res model.Resolution
+		var err error
+		if e.Kind == KindReplay {
+			_, res, err = e.resolveReplay(r, false)
+		} else {
+			_, res, err = e.resolveSim(r, false)
+		}
+		if err != nil {
+			continue // Validate reported it
+		}
+		for _, n := range res.Notes {
+			k := n.String()
+			if _, ok := rows[k]; !ok {
+				order = append(order, k)
+			}
+			rows[k] = append(rows[k], r.Name)
+		}
+	}
+	out := make([]string, len(order))
+	for i, k := range order {
+		out[i] = fmt.Sprintf("%s: rows %s", k, strings.Join(rows[k], ", "))
+	}
+	return out
 }
 
 // loads returns the offered loads a sweep row runs at.

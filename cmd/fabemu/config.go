@@ -187,11 +187,11 @@ compression factor is chosen when it runs.`,
 			if row == "" {
 				row = e.Rows[0].Name
 			}
-			cfg, err := e.RowConfig(row, quick)
+			cfg, notes, err := e.RowConfig(row, quick)
 			if err != nil {
 				return err
 			}
-			return dumpConfig(cmd, cfg, nil)
+			return dumpConfig(cmd, cfg, notes)
 		},
 	}
 	cmd.Flags().StringVar(&row, "row", "", "the row to print (default: the first)")

@@ -94,6 +94,8 @@ func TestForcedRoutingMessage(t *testing.T) {
 			"(forced by --set nic.delivery.mode=deterministic)"},
 		{[]string{"replay", "--limit", "100", "--compression", "20", "--delivery", "adaptive-inorder"},
 			"2 lanes (forced by --delivery adaptive-inorder)"},
+		{[]string{"experiment", filepath.Join("testdata", "golden", "experiment-row.yaml")},
+			"routing: adaptive (forced by delivery adaptive-inorder): rows Adap-LI/static-2KB"},
 	} {
 		js := filepath.Join(dir, "out.json")
 		out, err := run(t, append(c.args, "--json", js)...)

@@ -84,6 +84,9 @@ requirements. See docs/validation.md.`,
 			if werr := res.WriteTable(tableOut); werr != nil {
 				return werr
 			}
+			for _, n := range e.Notes() {
+				fmt.Fprintln(tableOut, n)
+			}
 			if werr := writeOut(f.jsonPath, res); werr != nil {
 				return werr
 			}
