@@ -173,7 +173,7 @@ func (nw *Network) NewMessage() *Message {
 
 // NewNetwork creates n NICs. Attach must be called with the fabric
 // before traffic flows. cfg.Delivery.Mode says how packets are delivered
-// (the empty mode is deterministic here; NewSession resolves it against
+// (the empty mode is deterministic here; model.NewSession resolves it against
 // the routing mode); cfg must be valid (NewNetwork panics otherwise).
 func NewNetwork(eng *des.Engine, cfg Config, n int, m *Metrics) *Network {
 	nw := &Network{cfg: cfg, eng: eng, hosts: make([]host, n), Metrics: m, mode: cfg.Delivery.Mode}
