@@ -53,7 +53,7 @@ func (m *modelFlags) register(cmd *cobra.Command, defaultPreset string) {
 
 func (m *deliveryFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringVar(&m.delivery, "delivery", "", "deterministic (escape routing only), adaptive-ooo (adaptive, deliver on arrival) or adaptive-inorder (adaptive + rearrangement + ACK/NACK); forces the routing mode")
+	fs.StringVar(&m.delivery, "delivery", "", "deterministic (escape routing only), adaptive-ooo (adaptive, deliver on arrival) or adaptive-inorder (adaptive + rearrangement + ACK/NACK); sets the routing mode it needs (a contradicting --routing or --set routing.mode is refused)")
 	fs.StringVar(&m.reorder, "reorder", "", "rearrangement memory per NIC for adaptive-inorder: static:2KiB, static:32KiB, dynamic:256KiB,cap=128KiB, dynamic:4MiB,cap=1MiB or unlimited")
 	fs.StringVar(&m.injection, "injection", "", "injection policy for adaptive-inorder: unlimited, li (ADAP-LI) or lw (ADAP-LW, static memory only)")
 }
