@@ -1,7 +1,10 @@
-package nic
+package nic_test
 
 import (
 	"fmt"
+	"github.com/fabemu/fabemu/model"
+	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/workload/synth"
 	"testing"
 
 	"github.com/fabemu/fabemu/fabric/des"
@@ -17,9 +20,9 @@ import (
 //	go test ./nic -run '^$' -bench DeliveryModes -count 5
 func BenchmarkDeliveryModes(b *testing.B) {
 	for _, load := range []float64{0.5, 1.0} {
-		for _, mode := range []DeliveryMode{DeliveryAdaptiveOOO, DeliveryAdaptiveInOrder} {
+		for _, mode := range []nic.DeliveryMode{nic.DeliveryAdaptiveOOO, nic.DeliveryAdaptiveInOrder} {
 			b.Run(fmt.Sprintf("load%.1f/%s", load, mode), func(b *testing.B) {
-				c, err := LookupPreset("paper004-irregular16")
+				c, err := model.LookupPreset("paper004-irregular16")
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -27,13 +30,13 @@ func BenchmarkDeliveryModes(b *testing.B) {
 				c.Run.Warmup = 0
 				c.Run.Duration = 2 * des.Millisecond
 				c.NIC.Delivery.Mode = mode
-				c.NIC.Delivery.Reorder = DefaultReorder
+				c.NIC.Delivery.Reorder = nic.DefaultReorder
 				c.NIC.Delivery.Injection.Policy = injection.LI
 				var delivered uint64
 				var wall float64
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					s, err := RunSim(c, nil)
+					s, err := synth.RunSim(c, nil)
 					if err != nil {
 						b.Fatal(err)
 					}

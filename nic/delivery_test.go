@@ -1,8 +1,12 @@
-package nic
+package nic_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"github.com/fabemu/fabemu/model"
+	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/workload/synth"
 	"strings"
 	"testing"
 
@@ -14,12 +18,17 @@ import (
 
 // deliveryNet is a small network under high load: a 4x4 torus with two
 // hosts per switch, or an irregular network of 8 switches.
-func deliveryNet(t testing.TB, net string) SimConfig {
+func deliveryNet(t testing.TB, net string) model.SimConfig {
 	t.Helper()
-	c := base()
+	c, err := model.LookupPreset("torus8x8-dor")
+	if err != nil {
+		t.Fatal(err)
+	}
 	switch net {
 	case "torus4x4":
-		c.Topology = torus([]int{4, 4}, 2)
+		tc := topo.DefaultConfig(topo.KindTorus)
+		tc.K, tc.HostsPerSwitch, tc.Ports = []int{4, 4}, 2, 0
+		c.Topology = tc
 		c.Routing.Escape = "updown"
 	case "irregular8":
 		tc := topo.DefaultConfig(topo.KindIrregular)
@@ -34,16 +43,16 @@ func deliveryNet(t testing.TB, net string) SimConfig {
 	return c
 }
 
-func withDelivery(c SimConfig, mode DeliveryMode, mem string, pol injection.Kind) SimConfig {
+func withDelivery(c model.SimConfig, mode nic.DeliveryMode, mem string, pol injection.Kind) model.SimConfig {
 	c.NIC.Delivery.Mode = mode
 	c.NIC.Delivery.Reorder = mem
 	c.NIC.Delivery.Injection.Policy = pol
 	return c
 }
 
-func runOK(t *testing.T, c SimConfig) *Summary {
+func runOK(t *testing.T, c model.SimConfig) *synth.Summary {
 	t.Helper()
-	s, err := RunSim(c, nil)
+	s, err := synth.RunSim(c, nil)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -53,27 +62,38 @@ func runOK(t *testing.T, c SimConfig) *Summary {
 	return s
 }
 
+// marshalModel is the summary's JSON without the machine-dependent Run.
+func marshalModel(t *testing.T, s *synth.Summary) []byte {
+	t.Helper()
+	s.Run = nil
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestDeliveryModes runs every mode, memory and policy at high load on
 // both networks and checks the invariants: conservation with control
 // packets and resends, credits, and exactly-once in-order delivery in
 // adaptive-inorder, also with a buffer smaller than one packet.
 func TestDeliveryModes(t *testing.T) {
 	type run struct {
-		mode DeliveryMode
+		mode nic.DeliveryMode
 		mem  string
 		pol  injection.Kind
 	}
 	runs := []run{
-		{DeliveryDeterministic, "", ""},
-		{DeliveryAdaptiveOOO, "", ""},
-		{DeliveryAdaptiveInOrder, "static:2KiB", injection.LI},
-		{DeliveryAdaptiveInOrder, "static:128B", injection.LI},
-		{DeliveryAdaptiveInOrder, "static:2KiB", injection.LW},
-		{DeliveryAdaptiveInOrder, "static:128B", injection.LW},
-		{DeliveryAdaptiveInOrder, "static:2KiB", injection.Unlimited},
-		{DeliveryAdaptiveInOrder, "static:128B", injection.Unlimited},
-		{DeliveryAdaptiveInOrder, "dynamic:4KiB,cap=1KiB", injection.LI},
-		{DeliveryAdaptiveInOrder, "unlimited", injection.LI},
+		{nic.DeliveryDeterministic, "", ""},
+		{nic.DeliveryAdaptiveOOO, "", ""},
+		{nic.DeliveryAdaptiveInOrder, "static:2KiB", injection.LI},
+		{nic.DeliveryAdaptiveInOrder, "static:128B", injection.LI},
+		{nic.DeliveryAdaptiveInOrder, "static:2KiB", injection.LW},
+		{nic.DeliveryAdaptiveInOrder, "static:128B", injection.LW},
+		{nic.DeliveryAdaptiveInOrder, "static:2KiB", injection.Unlimited},
+		{nic.DeliveryAdaptiveInOrder, "static:128B", injection.Unlimited},
+		{nic.DeliveryAdaptiveInOrder, "dynamic:4KiB,cap=1KiB", injection.LI},
+		{nic.DeliveryAdaptiveInOrder, "unlimited", injection.LI},
 	}
 	for _, net := range []string{"torus4x4", "irregular8"} {
 		for _, pattern := range []string{"bitrev", "uniform"} {
@@ -88,7 +108,7 @@ func TestDeliveryModes(t *testing.T) {
 						t.Errorf("delivery %q, want %q", d.Delivery, r.mode)
 					}
 					wantRouting := "adaptive"
-					if r.mode == DeliveryDeterministic {
+					if r.mode == nic.DeliveryDeterministic {
 						wantRouting = "deterministic"
 					}
 					if s.Routing.Mode != wantRouting || string(s.Config.Routing.Mode) != wantRouting {
@@ -98,7 +118,7 @@ func TestDeliveryModes(t *testing.T) {
 						t.Fatal("nothing delivered")
 					}
 					switch r.mode {
-					case DeliveryAdaptiveInOrder:
+					case nic.DeliveryAdaptiveInOrder:
 						if s.Invariants.InOrder == nil || !*s.Invariants.InOrder {
 							t.Error("in-order invariant not checked")
 						}
@@ -125,7 +145,7 @@ func TestDeliveryModes(t *testing.T) {
 							t.Errorf("%s has control traffic: %+v", r.mode, d)
 						}
 					}
-					if r.mode != DeliveryDeterministic && (d.Order == nil || d.Order.Stream == "" || d.Order.Received == 0) {
+					if r.mode != nic.DeliveryDeterministic && (d.Order == nil || d.Order.Stream == "" || d.Order.Received == 0) {
 						t.Errorf("no order report: %+v", d.Order)
 					}
 				})
@@ -137,7 +157,7 @@ func TestDeliveryModes(t *testing.T) {
 // TestInOrderSmallBuffersWaste: with small buffers at high load packets
 // are rejected and resent, so waste traffic beyond the ACKs appears.
 func TestInOrderSmallBuffersWaste(t *testing.T) {
-	c := withDelivery(deliveryNet(t, "torus4x4"), DeliveryAdaptiveInOrder, "static:128B", injection.LI)
+	c := withDelivery(deliveryNet(t, "torus4x4"), nic.DeliveryAdaptiveInOrder, "static:128B", injection.LI)
 	c.Traffic.Pattern = "bitrev"
 	s := runOK(t, c)
 	d := s.DeliveryReport
@@ -156,7 +176,7 @@ func TestPSNWraparound(t *testing.T) {
 	for _, bits := range []uint{8, 4} {
 		for _, mem := range []string{"static:2KiB", "static:128B", "unlimited"} {
 			t.Run(fmt.Sprintf("%dbit/%s", bits, mem), func(t *testing.T) {
-				c := withDelivery(deliveryNet(t, "torus4x4"), DeliveryAdaptiveInOrder, mem, injection.LI)
+				c := withDelivery(deliveryNet(t, "torus4x4"), nic.DeliveryAdaptiveInOrder, mem, injection.LI)
 				c.NIC.Delivery.PSNBits = bits
 				c.Traffic.Pattern = "bitrev" // one busy connection per host
 				c.Run.Duration = 2 * des.Millisecond
@@ -172,7 +192,7 @@ func TestPSNWraparound(t *testing.T) {
 		}
 	}
 	// 3-bit PSNs: at most 3 packets unacknowledged per connection.
-	c := withDelivery(deliveryNet(t, "irregular8"), DeliveryAdaptiveInOrder, "static:2KiB", injection.LI)
+	c := withDelivery(deliveryNet(t, "irregular8"), nic.DeliveryAdaptiveInOrder, "static:2KiB", injection.LI)
 	c.NIC.Delivery.PSNBits = 3
 	runOK(t, c)
 }
@@ -180,7 +200,7 @@ func TestPSNWraparound(t *testing.T) {
 // TestDeliveryDeterminism: the same config and seed give the same summary.
 func TestDeliveryDeterminism(t *testing.T) {
 	for _, pol := range []injection.Kind{injection.LI, injection.LW, injection.Unlimited} {
-		c := withDelivery(deliveryNet(t, "irregular8"), DeliveryAdaptiveInOrder, "static:2KiB", pol)
+		c := withDelivery(deliveryNet(t, "irregular8"), nic.DeliveryAdaptiveInOrder, "static:2KiB", pol)
 		a := marshalModel(t, runOK(t, c))
 		b := marshalModel(t, runOK(t, c))
 		if !bytes.Equal(a, b) {
@@ -197,9 +217,9 @@ func TestDeliveryAutoUnchanged(t *testing.T) {
 		c.Routing.Mode = rm
 		auto := runOK(t, c)
 		named := c
-		named.NIC.Delivery.Mode = DeliveryDeterministic
+		named.NIC.Delivery.Mode = nic.DeliveryDeterministic
 		if rm == route.Adaptive {
-			named.NIC.Delivery.Mode = DeliveryAdaptiveOOO
+			named.NIC.Delivery.Mode = nic.DeliveryAdaptiveOOO
 		}
 		n := runOK(t, named)
 		if auto.Delivery != string(named.NIC.Delivery.Mode) {
@@ -212,7 +232,7 @@ func TestDeliveryAutoUnchanged(t *testing.T) {
 	}
 	// Delivery forces routing: adaptive-ooo over a deterministic routing config.
 	c := deliveryNet(t, "irregular8")
-	c.NIC.Delivery.Mode = DeliveryAdaptiveOOO
+	c.NIC.Delivery.Mode = nic.DeliveryAdaptiveOOO
 	if s := runOK(t, c); s.Routing.Mode != "adaptive" {
 		t.Errorf("adaptive-ooo ran with %s routing", s.Routing.Mode)
 	}
@@ -221,42 +241,35 @@ func TestDeliveryAutoUnchanged(t *testing.T) {
 func TestDeliveryConfigErrors(t *testing.T) {
 	cases := []struct {
 		name string
-		edit func(*DeliveryConfig)
+		edit func(*nic.DeliveryConfig)
 		want string
 	}{
-		{"mode", func(d *DeliveryConfig) { d.Mode = "adaptive" }, `delivery mode "adaptive"`},
-		{"reorder", func(d *DeliveryConfig) { d.Reorder = "static:2XB" }, "nic.delivery.reorder"},
-		{"policy", func(d *DeliveryConfig) { d.Injection.Policy = "trans-t" }, `injection.policy "trans-t"`},
-		{"lw dynamic", func(d *DeliveryConfig) {
-			d.Mode, d.Injection.Policy, d.Reorder = DeliveryAdaptiveInOrder, injection.LW, "dynamic:256KiB,cap=128KiB"
+		{"mode", func(d *nic.DeliveryConfig) { d.Mode = "adaptive" }, `delivery mode "adaptive"`},
+		{"reorder", func(d *nic.DeliveryConfig) { d.Reorder = "static:2XB" }, "nic.delivery.reorder"},
+		{"policy", func(d *nic.DeliveryConfig) { d.Injection.Policy = "trans-t" }, `injection.policy "trans-t"`},
+		{"lw dynamic", func(d *nic.DeliveryConfig) {
+			d.Mode, d.Injection.Policy, d.Reorder = nic.DeliveryAdaptiveInOrder, injection.LW, "dynamic:256KiB,cap=128KiB"
 		}, "lw needs static reorder memory"},
-		{"psn bits", func(d *DeliveryConfig) { d.PSNBits = 40 }, "psn_bits"},
-		{"ack bytes", func(d *DeliveryConfig) { d.AckBytes = -1 }, "ack_bytes"},
-		{"order window", func(d *DeliveryConfig) { d.OrderWindow = -5 }, "order_window"},
+		{"psn bits", func(d *nic.DeliveryConfig) { d.PSNBits = 40 }, "psn_bits"},
+		{"ack bytes", func(d *nic.DeliveryConfig) { d.AckBytes = -1 }, "ack_bytes"},
+		{"order window", func(d *nic.DeliveryConfig) { d.OrderWindow = -5 }, "order_window"},
 	}
 	for _, c := range cases {
-		d := DefaultDeliveryConfig()
+		d := nic.DefaultDeliveryConfig()
 		c.edit(&d)
 		err := d.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want %q", c.name, err, c.want)
 		}
 	}
-	if err := (DeliveryConfig{}).Validate(); err != nil {
+	if err := (nic.DeliveryConfig{}).Validate(); err != nil {
 		t.Errorf("zero config: %v", err)
 	}
-	if err := DefaultDeliveryConfig().Validate(); err != nil {
+	if err := nic.DefaultDeliveryConfig().Validate(); err != nil {
 		t.Errorf("default config: %v", err)
 	}
-	c := withDelivery(deliveryNet(t, "irregular8"), DeliveryAdaptiveInOrder, "dynamic:256KiB,cap=128KiB", injection.LW)
-	if _, err := RunSim(c, nil); err == nil || !strings.Contains(err.Error(), "lw needs static") {
+	c := withDelivery(deliveryNet(t, "irregular8"), nic.DeliveryAdaptiveInOrder, "dynamic:256KiB,cap=128KiB", injection.LW)
+	if _, err := synth.RunSim(c, nil); err == nil || !strings.Contains(err.Error(), "lw needs static") {
 		t.Errorf("RunSim with lw and dynamic memory: %v", err)
-	}
-}
-
-func TestMergeOrderReportsEmpty(t *testing.T) {
-	r := mergeOrderReports("s", nil)
-	if r.Stream != "s" || r.ReorderedRatio != 0 || r.NReordering[7].N != 8 {
-		t.Errorf("%+v", r)
 	}
 }

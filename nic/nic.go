@@ -1,10 +1,15 @@
-// Package nic owns the host side of the fabric: a NIC per host that
-// packetizes messages to the fabric MTU with the InfiniBand header
+// Package nic owns the NICs, the host side of the fabric: a NIC per host
+// that packetizes messages to the fabric MTU with the InfiniBand header
 // overhead, queues them for injection, and ejects delivered packets; the
-// host drivers that produce messages (synthetic traffic, trace replay);
-// the measurement of what the hosts see (accepted traffic, latency, hops,
-// order); and the session that assembles configuration, fabric, NICs and
-// a workload into something runnable.
+// end-to-end delivery control of paper 004 §3 (connections with sequence
+// numbers, rearrangement buffers, ACK/NACK, injection policies); the order
+// meters (RFC 4737 / RFC 5236); and the measurement of what the hosts see
+// (accepted traffic, latency, hops, order, the delivery report).
+//
+// It knows nothing of workloads or runs: drivers (workload/synth,
+// workload/replay, the daemon's TAP devices) send Messages through a
+// Network, and model.Session assembles it with a fabric. nic imports the
+// fabric and the pure libraries (reorder, injection), nothing above.
 package nic
 
 import (
@@ -168,7 +173,7 @@ func (nw *Network) NewMessage() *Message {
 
 // NewNetwork creates n NICs. Attach must be called with the fabric
 // before traffic flows. cfg.Delivery.Mode says how packets are delivered
-// (the empty mode is deterministic here; NewSession resolves it against
+// (the empty mode is deterministic here; model.NewSession resolves it against
 // the routing mode); cfg must be valid (NewNetwork panics otherwise).
 func NewNetwork(eng *des.Engine, cfg Config, n int, m *Metrics) *Network {
 	nw := &Network{cfg: cfg, eng: eng, hosts: make([]host, n), Metrics: m, mode: cfg.Delivery.Mode}

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/fabemu/fabemu/experiment"
 	"github.com/fabemu/fabemu/internal/params"
-	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/model"
 	"github.com/spf13/cobra"
 )
 
@@ -38,7 +39,7 @@ so).`,
   fabemu config explain --markdown > docs/parameters.md`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := nic.LookupPreset(preset)
+			cfg, err := model.LookupPreset(preset)
 			if err != nil {
 				return err
 			}
@@ -51,7 +52,7 @@ so).`,
 }
 
 // explain writes the parameter list of cfg.
-func explain(w io.Writer, preset string, cfg nic.SimConfig, markdown bool) error {
+func explain(w io.Writer, preset string, cfg model.SimConfig, markdown bool) error {
 	ps := params.Explain(&cfg)
 	if !markdown {
 		return params.WriteExplain(w, ps)
@@ -75,27 +76,125 @@ RECN-IQ).
 func newConfigDumpCmd() *cobra.Command {
 	var m modelFlags
 	cmd := &cobra.Command{
-		Use:   "dump",
-		Short: "Print the fully resolved configuration (preset, then --config, flags and --set) as YAML",
-		Long: `Print the configuration a sim run would use, resolved as sim resolves
-it: the preset, then the --config file, then the individual flags, then
-every --set. The output is a valid --config file.`,
+		Use:   "dump [replay|run|experiment]",
+		Short: "Print the fully resolved configuration of a command (preset, then --config, flags, shorthands and --set) as YAML",
+		Long: `Print the configuration a command would use, resolved as that command
+resolves it: the preset, then the --config file, then the individual
+flags, then the delivery shorthands (--delivery, --reorder, --injection),
+then every --set. Without a subcommand it is a sim's configuration, with
+sim's flags; "dump replay", "dump run" and "dump experiment" take the
+flags of those commands.
+
+The output is a valid --config file that names every key (empty lists
+included), so it resolves to itself over any preset. Notes (a routing mode
+forced by the delivery mode) go to stderr.`,
 		Example: `  fabemu config dump --preset paper004-irregular16 --set routing.mode=adaptive
-  fabemu config dump --config my.yaml > resolved.yaml`,
+  fabemu config dump --config my.yaml > resolved.yaml
+  fabemu config dump replay --preset paper000-min64 --delivery adaptive-inorder
+  fabemu config dump run --demo 2 --preset tap-square-10g
+  fabemu config dump experiment paper004-table1 --row Adap-LI/dynamic-256KB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := m.resolveSim(cmd)
+			cfg, res, err := m.resolveSim(cmd)
 			if err != nil {
 				return err
 			}
-			out, err := params.Dump(&cfg)
-			if err != nil {
-				return err
-			}
-			_, err = cmd.OutOrStdout().Write(out)
-			return err
+			return dumpConfig(cmd, &cfg, res.Notes)
 		},
 	}
 	m.register(cmd, "torus8x8-dor")
+	cmd.AddCommand(newDumpReplayCmd(), newDumpRunCmd(), newDumpExperimentCmd())
+	return cmd
+}
+
+// dumpConfig writes cfg as YAML to stdout and the resolver's notes to
+// stderr, so that stdout stays a config file.
+func dumpConfig(cmd *cobra.Command, cfg any, notes []model.Note) error {
+	out, err := params.Dump(cfg)
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintln(cmd.ErrOrStderr(), "note:", n)
+	}
+	_, err = cmd.OutOrStdout().Write(out)
+	return err
+}
+
+func newDumpReplayCmd() *cobra.Command {
+	var f replayFlags
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Print the resolved configuration of a trace replay (fabemu replay's flags)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, res, err := f.resolve(cmd)
+			if err != nil {
+				return err
+			}
+			return dumpConfig(cmd, &cfg, res.Notes)
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newDumpRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Print the resolved fabric model of the daemon (fabemu run's --config or --demo, --preset, --set and delivery flags)",
+		Long: `Print the fabric model the daemon would run: the model section of its
+config file (or of --demo), with the --preset, --set and delivery flags,
+resolved as fabemu run resolves it. The output is a sim configuration (a
+--config file for sim and config dump), not a daemon config file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.resolve(cmd)
+			if err != nil {
+				return err
+			}
+			sc, err := cfg.ResolveModel()
+			if err != nil {
+				return err
+			}
+			return dumpConfig(cmd, &sc, modelNotes(cfg))
+		},
+	}
+	f.registerModel(cmd)
+	return cmd
+}
+
+func newDumpExperimentCmd() *cobra.Command {
+	var row string
+	var quick bool
+	cmd := &cobra.Command{
+		Use:   "experiment NAME|FILE",
+		Short: "Print the resolved configuration of one row of an experiment",
+		Long: `Print the configuration one row of an experiment runs with (--row, default
+the first row), resolved as fabemu experiment resolves it: the row's
+preset, the trace file, the base's set, the row's delivery, reorder and
+injection, then the row's set. The output is a --config file for sim or
+replay (by the experiment's kind). A trace the experiment generates is made
+when it runs, so a replay row's configuration names none, and a calibrated
+compression factor is chosen when it runs.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, err := experiment.Load(args[0])
+			if err != nil {
+				return err
+			}
+			if row == "" {
+				row = e.Rows[0].Name
+			}
+			cfg, notes, err := e.RowConfig(row, quick)
+			if err != nil {
+				return err
+			}
+			return dumpConfig(cmd, cfg, notes)
+		},
+	}
+	cmd.Flags().StringVar(&row, "row", "", "the row to print (default: the first)")
+	cmd.Flags().BoolVar(&quick, "quick", false, "as --quick runs it")
 	return cmd
 }

@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/fabemu/fabemu/experiment"
 	"github.com/fabemu/fabemu/internal/report"
-	"github.com/fabemu/fabemu/nic/experiment"
 	"github.com/spf13/cobra"
 )
 
@@ -83,6 +83,9 @@ requirements. See docs/validation.md.`,
 			}
 			if werr := res.WriteTable(tableOut); werr != nil {
 				return werr
+			}
+			for _, n := range e.Notes() {
+				fmt.Fprintln(tableOut, n)
 			}
 			if werr := writeOut(f.jsonPath, res); werr != nil {
 				return werr

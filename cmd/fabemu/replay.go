@@ -5,12 +5,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/fabemu/fabemu/internal/params"
 	"github.com/fabemu/fabemu/internal/report"
-	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/model"
+	"github.com/fabemu/fabemu/workload/replay"
 	"github.com/spf13/cobra"
 )
 
@@ -51,12 +52,12 @@ sample is replayed.`,
   fabemu replay --trace cello.csv.gz --from 1h --to 2h --limit 100000 --set replay.disks=8`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.resolve(cmd)
+			cfg, res, err := f.resolve(cmd)
 			if err != nil {
 				return err
 			}
 			var prog *report.Progress
-			sum, err := nic.RunReplay(cfg, func(done, total uint64) {
+			sum, err := replay.RunReplay(cfg, func(done, total uint64) {
 				if prog == nil {
 					prog = report.NewProgress(os.Stderr, "replay", float64(total), "requests")
 				}
@@ -68,7 +69,7 @@ sample is replayed.`,
 				if f.jsonPath == "-" { // keep stdout pure JSON
 					tableOut = cmd.ErrOrStderr()
 				}
-				writeReplayTable(tableOut, sum)
+				writeReplayTable(tableOut, sum, res.Notes)
 				if werr := writeOut(f.jsonPath, sum); werr != nil {
 					return werr
 				}
@@ -93,6 +94,17 @@ sample is replayed.`,
 			return nil
 		},
 	}
+	f.register(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&f.jsonPath, "json", "", "write the JSON summary (schema "+replay.ReplaySchema+") to PATH (- for stdout)")
+	fs.StringVar(&f.timeseries, "timeseries", "", "write issued/completed requests and offered/accepted traffic per time bin to PATH (.csv, else JSON lines)")
+	fs.StringVar(&f.plot, "plot", "", "write the accepted traffic over time plot to PATH (.svg or .png)")
+	return cmd
+}
+
+// register declares the flags that build the configuration (for replay
+// and config dump replay).
+func (f *replayFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.trace, "trace", "", "trace file or directory of SRT files (default: the embedded cello99-like sample)")
 	fs.StringVar(&f.format, "format", "", "trace format: auto, srt, msr, spc, blkparse, fio, disksim, csv (default auto)")
@@ -105,66 +117,42 @@ sample is replayed.`,
 	fs.StringVar(&f.from, "from", "", "start of the replayed window in trace time since the first record, e.g. 1h")
 	fs.StringVar(&f.to, "to", "", "end of the replayed window in trace time (exclusive), e.g. 2h30m")
 	fs.Int64Var(&f.limit, "limit", 0, "replay at most this many records (0: all)")
-	fs.StringVar(&f.jsonPath, "json", "", "write the JSON summary (schema "+nic.ReplaySchema+") to PATH (- for stdout)")
-	fs.StringVar(&f.timeseries, "timeseries", "", "write issued/completed requests and offered/accepted traffic per time bin to PATH (.csv, else JSON lines)")
-	fs.StringVar(&f.plot, "plot", "", "write the accepted traffic over time plot to PATH (.svg or .png)")
 	f.dl.register(cmd)
-	return cmd
 }
 
-// resolve builds the replay configuration: the preset, then --config,
-// then the flags that were given, then every --set.
-func (f *replayFlags) resolve(cmd *cobra.Command) (nic.ReplaySimConfig, error) {
-	cfg, err := nic.ReplayPreset(f.preset)
-	if err != nil {
-		return cfg, err
-	}
-	if f.config != "" {
-		if err := params.LoadYAML(f.config, &cfg); err != nil {
-			return cfg, err
+// replayFlagKeys are the individual flags of a trace replay.
+var replayFlagKeys = []flagKey{
+	{"trace", "replay.trace", nil},
+	{"format", "replay.format", nil},
+	{"compression", "replay.compression", func(v string) error {
+		if c, err := strconv.ParseFloat(v, 64); err != nil || !(c > 0) {
+			return fmt.Errorf("%s: the compression factor must be positive", v)
 		}
-	}
-	fs := cmd.Flags()
-	var ferr error
-	set := func(flag string, apply func() error) {
-		if ferr == nil && fs.Changed(flag) {
-			if err := apply(); err != nil {
-				ferr = fmt.Errorf("--%s: %w", flag, err)
-			}
-		}
-	}
-	set("trace", func() error { cfg.Replay.Trace = f.trace; return nil })
-	set("format", func() error { cfg.Replay.Format = f.format; return nil })
-	set("compression", func() error {
-		if !(f.compression > 0) {
-			return fmt.Errorf("%g: the compression factor must be positive", f.compression)
-		}
-		cfg.Replay.Compression = f.compression
 		return nil
-	})
-	set("routing", func() (err error) { cfg.Routing.Mode, err = parseMode(f.routing); return })
-	set("seed", func() error { cfg.Run.Seed = f.seed; return nil })
-	set("from", func() error { return cfg.Replay.From.UnmarshalText([]byte(f.from)) })
-	set("to", func() error { return cfg.Replay.To.UnmarshalText([]byte(f.to)) })
-	set("limit", func() error {
-		if f.limit < 0 {
-			return fmt.Errorf("%d: must not be negative", f.limit)
+	}},
+	{"routing", "routing.mode", checkRouting},
+	{"seed", "run.seed", nil},
+	{"from", "replay.from", nil},
+	{"to", "replay.to", nil},
+	{"limit", "replay.limit", func(v string) error {
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
+			return fmt.Errorf("%s: must not be negative", v)
 		}
-		cfg.Replay.Limit = f.limit
 		return nil
-	})
-	if ferr != nil {
-		return cfg, ferr
-	}
-	if err := f.dl.apply(cmd, &cfg.NIC.Delivery); err != nil {
-		return cfg, err
-	}
-	for _, s := range f.sets {
-		if err := params.Set(&cfg, s); err != nil {
-			return cfg, err
-		}
-	}
-	return cfg, cfg.Validate()
+	}},
+}
+
+// resolve builds the replay configuration with the resolver: the preset,
+// then --config, then the flags that were given, then the delivery
+// shorthands, then every --set.
+func (f *replayFlags) resolve(cmd *cobra.Command) (replay.ReplaySimConfig, model.Resolution, error) {
+	return model.Resolve(model.Layers{
+		Preset:     f.preset,
+		File:       f.config,
+		Flags:      flagAssignments(cmd, replayFlagKeys),
+		Shorthands: f.dl.shorthands(cmd),
+		Sets:       model.Sets("--set", f.sets),
+	}, replay.ReplayPreset)
 }
 
 // timeStr prints a simulated time in nanoseconds with a readable unit,
@@ -193,7 +181,7 @@ func hostList(hs []int) string {
 	return b.String()
 }
 
-func writeReplayTable(w io.Writer, s *nic.ReplaySummary) {
+func writeReplayTable(w io.Writer, s *replay.ReplaySummary, notes []model.Note) {
 	c := s.Config
 	r := c.Replay
 	cfgSec := report.Section{Title: "Configuration"}
@@ -212,7 +200,7 @@ func writeReplayTable(w io.Writer, s *nic.ReplaySummary) {
 	}
 	cfgSec.Add("window", win, "")
 	cfgSec.Add("topology", s.Topology.Describe, "")
-	cfgSec.Add("routing", fmt.Sprintf("%s, escape %s, %d lanes", s.Routing.Mode, s.Routing.Escape, s.Routing.VLs), "")
+	cfgSec.Add("routing", routingLine(s.Routing, notes), "")
 	cfgSec.Add("links", fmt.Sprintf("%v %s, %g m; MTU %v", c.Fabric.LinkRate, c.Fabric.LineCoding, c.Fabric.LinkLength, c.NIC.MTU), "")
 	place := fmt.Sprintf("random, seed %d", c.Run.Seed)
 	if len(r.DiskHosts) > 0 {
@@ -265,7 +253,7 @@ func writeReplayTable(w io.Writer, s *nic.ReplaySummary) {
 	report.WriteSections(w, secs...)
 }
 
-func writeReplaySeries(path string, s *nic.ReplaySummary) error {
+func writeReplaySeries(path string, s *replay.ReplaySummary) error {
 	sw, err := report.CreateSeries(path)
 	if err != nil {
 		return err
@@ -287,7 +275,7 @@ func writeReplaySeries(path string, s *nic.ReplaySummary) error {
 
 // plotReplay draws accepted (and offered) traffic over replay time, the
 // way papers 000 and 003 plot throughput over time.
-func plotReplay(path string, s *nic.ReplaySummary) error {
+func plotReplay(path string, s *replay.ReplaySummary) error {
 	unit, div := "ms", 1e3
 	if end := s.TraceExecutionTimeNs / 1e3; end > 1e6 {
 		unit, div = "s", 1e6

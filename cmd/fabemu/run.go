@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fabemu/fabemu/internal/params"
+	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic/emu"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -84,12 +85,8 @@ namespaces).`,
 			return runDaemon(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, f.demo > 0)
 		},
 	}
+	f.registerModel(cmd)
 	fs := cmd.Flags()
-	fs.StringVar(&f.config, "config", "", "daemon config file (YAML; see docs/daemon.md)")
-	fs.IntVar(&f.demo, "demo", 0, "create N namespaces with a TAP each on the default preset (instead of --config)")
-	fs.StringVar(&f.preset, "preset", "", "fabric preset (overrides model.preset)")
-	fs.StringArrayVar(&f.sets, "set", nil, "override one fabric field, e.g. --set fabric.link_rate=10Gbps (repeatable)")
-	f.dl.register(cmd)
 	fs.StringVar(&f.socket, "socket", "", "control API unix socket (overrides api.socket)")
 	fs.IntVar(&f.metricsPort, "metrics-port", -1, "Prometheus port on 127.0.0.1 (overrides metrics.port; 0 = any free port)")
 	fs.BoolVar(&f.noMetrics, "no-metrics", false, "do not serve Prometheus metrics")
@@ -100,6 +97,27 @@ namespaces).`,
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	_ = fs.MarkHidden("cpuprofile")
 	return cmd
+}
+
+// registerModel declares the flags that choose the daemon's config and its
+// fabric model (for run and config dump run).
+func (f *runFlags) registerModel(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.config, "config", "", "daemon config file (YAML; see docs/daemon.md)")
+	fs.IntVar(&f.demo, "demo", 0, "create N namespaces with a TAP each on the default preset (instead of --config)")
+	fs.StringVar(&f.preset, "preset", "", "fabric preset (overrides model.preset)")
+	fs.StringArrayVar(&f.sets, "set", nil, "override one fabric field, e.g. --set fabric.link_rate=10Gbps (repeatable)")
+	f.dl.register(cmd)
+}
+
+// modelNotes are the resolver's notes on the daemon's fabric model (a
+// routing mode forced by the delivery mode).
+func modelNotes(cfg emu.RunConfig) []model.Note {
+	_, res, err := model.Resolve(cfg.Model.Layers(), model.LookupPreset)
+	if err != nil {
+		return nil
+	}
+	return res.Notes
 }
 
 // resolve builds the daemon config: the file or the demo, then the flags.
@@ -289,6 +307,9 @@ func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo
 	defer e.Close()
 	if err := e.Start(); err != nil {
 		return err
+	}
+	for _, n := range modelNotes(cfg) {
+		log.Info(n.String())
 	}
 	model := e.Model()
 	delivery, routing := model.NIC.Delivery.Effective(model.Routing.Mode)

@@ -10,7 +10,8 @@ import (
 	"sync"
 
 	"github.com/fabemu/fabemu/internal/report"
-	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/model"
+	"github.com/fabemu/fabemu/workload/synth"
 	"github.com/spf13/cobra"
 )
 
@@ -45,19 +46,22 @@ With --sweep-load FROM:TO:STEP it runs one simulation per offered load
 			if f.listPresets {
 				return listPresets(cmd.OutOrStdout())
 			}
-			cfg, err := f.model.resolveSim(cmd)
+			cfg, res, err := f.model.resolveSim(cmd)
 			if err != nil {
 				return err
 			}
 			out := tableWriter(cmd, f.jsonPath)
 			if f.sweep != "" {
+				for _, n := range res.Notes {
+					fmt.Fprintln(out, n)
+				}
 				return runSweep(out, cfg, f)
 			}
 			prog, done := progressFor("sim")
-			sum, err := nic.RunSim(cfg, prog)
+			sum, err := synth.RunSim(cfg, prog)
 			done()
 			if sum != nil {
-				writeSimTable(out, sum)
+				writeSimTable(out, sum, res.Notes)
 				if werr := writeOut(f.jsonPath, sum); werr != nil {
 					return werr
 				}
@@ -99,7 +103,7 @@ func tableWriter(cmd *cobra.Command, jsonPath string) io.Writer {
 
 func listPresets(w io.Writer) error {
 	t := report.Table{Columns: []report.Column{{Name: "preset"}, {Name: "source"}, {Name: "description"}}}
-	for _, p := range nic.Presets() {
+	for _, p := range model.Presets() {
 		t.AddRow(p.Name, p.Source, p.Description)
 	}
 	return t.Write(w)
@@ -107,11 +111,11 @@ func listPresets(w io.Writer) error {
 
 func f3(v float64) string { return report.FormatFloat(v, 4) }
 
-func writeSimTable(w io.Writer, s *nic.Summary) {
+func writeSimTable(w io.Writer, s *synth.Summary, notes []model.Note) {
 	c := s.Config
 	cfgSec := report.Section{Title: "Configuration"}
 	cfgSec.Add("topology", s.Topology.Describe, "")
-	cfgSec.Add("routing", fmt.Sprintf("%s, escape %s, %d lanes", s.Routing.Mode, s.Routing.Escape, s.Routing.VLs), "")
+	cfgSec.Add("routing", routingLine(s.Routing, notes), "")
 	cfgSec.Add("escape check", s.Routing.EscapeCheck, "")
 	cfgSec.Add("links", fmt.Sprintf("%v %s, %g m", c.Fabric.LinkRate, c.Fabric.LineCoding, c.Fabric.LinkLength), "")
 	cfgSec.Add("traffic", fmt.Sprintf("%s, %s, load %g, sizes %s", c.Traffic.Pattern, c.Traffic.Process, c.Traffic.Load, c.Traffic.Sizes), "")
@@ -146,7 +150,7 @@ func writeSimTable(w io.Writer, s *nic.Summary) {
 
 // invariantSection lists the invariants checked at the end of a run;
 // extra lines (a replay's "every request completed") come first.
-func invariantSection(iv nic.InvariantReport, delivery string, extra ...report.KV) report.Section {
+func invariantSection(iv model.InvariantReport, delivery string, extra ...report.KV) report.Section {
 	inv := report.Section{Title: "Invariants", Items: extra}
 	inv.Add("packets conserved", okStr(iv.PacketsConserved), "")
 	inv.Add("credits non-negative / conserved", okStr(iv.CreditsNonNegative)+" / "+okStr(iv.CreditsConserved), "")
@@ -167,7 +171,7 @@ func okStr(b bool) string {
 	return "VIOLATED"
 }
 
-func writeTimeseries(path string, s *nic.Summary) error {
+func writeTimeseries(path string, s *synth.Summary) error {
 	sw, err := report.CreateSeries(path)
 	if err != nil {
 		return err
@@ -222,16 +226,16 @@ func parseRange(s string) ([]float64, error) {
 const SweepSchema = "fabemu.sweep/v1"
 
 type sweepResult struct {
-	Schema string         `json:"schema"`
-	Points []*nic.Summary `json:"points"`
+	Schema string           `json:"schema"`
+	Points []*synth.Summary `json:"points"`
 }
 
-func runSweep(w io.Writer, cfg nic.SimConfig, f simFlags) error {
+func runSweep(w io.Writer, cfg model.SimConfig, f simFlags) error {
 	loads, err := parseRange(f.sweep)
 	if err != nil {
 		return err
 	}
-	res := sweepResult{Schema: SweepSchema, Points: make([]*nic.Summary, len(loads))}
+	res := sweepResult{Schema: SweepSchema, Points: make([]*synth.Summary, len(loads))}
 	errs := make([]error, len(loads))
 	prog := report.NewProgress(os.Stderr, "sweep", float64(len(loads)), "runs")
 	var mu sync.Mutex
@@ -246,7 +250,7 @@ func runSweep(w io.Writer, cfg nic.SimConfig, f simFlags) error {
 			defer func() { <-sem }()
 			c := cfg
 			c.Traffic.Load = l
-			res.Points[i], errs[i] = nic.RunSim(c, nil)
+			res.Points[i], errs[i] = synth.RunSim(c, nil)
 			mu.Lock()
 			finished++
 			prog.Update(float64(finished))

@@ -5,17 +5,13 @@ import (
 	"os"
 
 	"github.com/fabemu/fabemu/fabric/des"
-	"github.com/fabemu/fabemu/fabric/route"
-	"github.com/fabemu/fabemu/injection"
-	"github.com/fabemu/fabemu/internal/params"
 	"github.com/fabemu/fabemu/internal/report"
-	"github.com/fabemu/fabemu/nic"
-	"github.com/fabemu/fabemu/reorder"
+	"github.com/fabemu/fabemu/model"
 	"github.com/spf13/cobra"
 )
 
 // modelFlags are the flags that select and adjust a model configuration,
-// shared by the commands that run one (sim, sweep, replay).
+// shared by sim (and its load sweep) and config dump.
 type modelFlags struct {
 	preset   string
 	config   string
@@ -57,93 +53,69 @@ func (m *modelFlags) register(cmd *cobra.Command, defaultPreset string) {
 
 func (m *deliveryFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringVar(&m.delivery, "delivery", "", "deterministic (escape routing only), adaptive-ooo (adaptive, deliver on arrival) or adaptive-inorder (adaptive + rearrangement + ACK/NACK); forces the routing mode")
+	fs.StringVar(&m.delivery, "delivery", "", "deterministic (escape routing only), adaptive-ooo (adaptive, deliver on arrival) or adaptive-inorder (adaptive + rearrangement + ACK/NACK); sets the routing mode it needs (a contradicting --routing or --set routing.mode is refused)")
 	fs.StringVar(&m.reorder, "reorder", "", "rearrangement memory per NIC for adaptive-inorder: static:2KiB, static:32KiB, dynamic:256KiB,cap=128KiB, dynamic:4MiB,cap=1MiB or unlimited")
 	fs.StringVar(&m.injection, "injection", "", "injection policy for adaptive-inorder: unlimited, li (ADAP-LI) or lw (ADAP-LW, static memory only)")
 }
 
-// apply sets the end-to-end delivery fields of d from the --delivery,
-// --reorder and --injection flags that were given.
-func (m *deliveryFlags) apply(cmd *cobra.Command, d *nic.DeliveryConfig) error {
+// shorthands returns the --delivery, --reorder and --injection flags that
+// were given, for the resolver.
+func (m *deliveryFlags) shorthands(cmd *cobra.Command) []model.Assignment {
 	fs := cmd.Flags()
-	if fs.Changed("delivery") {
-		mode, err := nic.ParseDeliveryMode(m.delivery)
-		if err != nil {
-			return fmt.Errorf("--delivery: %w", err)
+	given := func(name, v string) string {
+		if fs.Changed(name) {
+			return v
 		}
-		d.Mode = mode
+		return ""
 	}
-	if fs.Changed("reorder") {
-		if _, err := reorder.ParseMemorySpec(m.reorder); err != nil {
-			return fmt.Errorf("--reorder: %w", err)
-		}
-		d.Reorder = m.reorder
-	}
-	if fs.Changed("injection") {
-		k, err := injection.ParseKind(m.injection)
-		if err != nil {
-			return fmt.Errorf("--injection: %w", err)
-		}
-		d.Injection.Policy = k
-	}
-	return nil
+	return model.Shorthands("--", given("delivery", m.delivery), given("reorder", m.reorder), given("injection", m.injection))
 }
 
-// resolveSim builds a synthetic-run configuration: the preset, then
-// --config, then the individual flags that were given, then every --set.
-func (m *modelFlags) resolveSim(cmd *cobra.Command) (nic.SimConfig, error) {
-	cfg, err := nic.LookupPreset(m.preset)
-	if err != nil {
-		return cfg, err
-	}
-	if m.config != "" {
-		if err := params.LoadYAML(m.config, &cfg); err != nil {
-			return cfg, err
-		}
-	}
+// flagKey binds a flag to the configuration key it sets; check, if set,
+// vets the value first.
+type flagKey struct {
+	flag, key string
+	check     func(string) error
+}
+
+// flagAssignments returns the flags of keys that were given, in that
+// order, as assignments for the resolver.
+func flagAssignments(cmd *cobra.Command, keys []flagKey) []model.Assignment {
 	fs := cmd.Flags()
-	var ferr error
-	set := func(flag string, f func() error) {
-		if ferr == nil && fs.Changed(flag) {
-			if err := f(); err != nil {
-				ferr = fmt.Errorf("--%s: %w", flag, err)
-			}
+	var as []model.Assignment
+	for _, k := range keys {
+		if fs.Changed(k.flag) {
+			as = append(as, model.Assignment{Source: "--" + k.flag, Flag: true, Key: k.key, Value: fs.Lookup(k.flag).Value.String(), Check: k.check})
 		}
 	}
-	set("routing", func() (err error) { cfg.Routing.Mode, err = parseMode(m.routing); return })
-	set("pattern", func() error { cfg.Traffic.Pattern = m.pattern; return nil })
-	set("process", func() error { cfg.Traffic.Process = m.process; return nil })
-	set("sizes", func() error { cfg.Traffic.Sizes = m.sizes; return nil })
-	set("load", func() error { cfg.Traffic.Load = m.load; return nil })
-	set("seed", func() error { cfg.Run.Seed = m.seed; return nil })
-	set("duration", func() (err error) { cfg.Run.Duration, err = parseDur(m.duration); return })
-	set("warmup", func() (err error) { cfg.Run.Warmup, err = parseDur(m.warmup); return })
-	if ferr != nil {
-		return cfg, ferr
-	}
-	if err := m.dl.apply(cmd, &cfg.NIC.Delivery); err != nil {
-		return cfg, err
-	}
-	for _, s := range m.sets {
-		if err := params.Set(&cfg, s); err != nil {
-			return cfg, err
-		}
-	}
-	return cfg, cfg.Validate()
+	return as
 }
 
-func parseDur(s string) (des.Time, error) {
-	var t des.Time
-	err := t.UnmarshalText([]byte(s))
-	return t, err
+func checkRouting(s string) error { _, err := model.ParseRoutingMode(s); return err }
+
+// simFlagKeys are the individual flags of a synthetic run.
+var simFlagKeys = []flagKey{
+	{"routing", "routing.mode", checkRouting},
+	{"pattern", "traffic.pattern", nil},
+	{"process", "traffic.process", nil},
+	{"sizes", "traffic.sizes", nil},
+	{"load", "traffic.load", nil},
+	{"seed", "run.seed", nil},
+	{"duration", "run.duration", nil},
+	{"warmup", "run.warmup", nil},
 }
 
-func parseMode(s string) (route.Mode, error) {
-	switch route.Mode(s) {
-	case route.Deterministic, route.Adaptive:
-		return route.Mode(s), nil
-	}
-	return "", fmt.Errorf("%q: want deterministic or adaptive", s)
+// resolveSim builds a synthetic-run configuration with the resolver: the
+// preset, then --config, then the individual flags that were given, then
+// the delivery shorthands, then every --set.
+func (m *modelFlags) resolveSim(cmd *cobra.Command) (model.SimConfig, model.Resolution, error) {
+	return model.Resolve(model.Layers{
+		Preset:     m.preset,
+		File:       m.config,
+		Flags:      flagAssignments(cmd, simFlagKeys),
+		Shorthands: m.dl.shorthands(cmd),
+		Sets:       model.Sets("--set", m.sets),
+	}, model.LookupPreset)
 }
 
 // writeOut writes JSON to path ("-" for stdout) if path is set.
@@ -168,4 +140,16 @@ func progressFor(label string) (func(done, total des.Time), func()) {
 				p.Done()
 			}
 		}
+}
+
+// routingLine is the routing row of a summary table, with the resolver's
+// note when the delivery mode forced the routing mode.
+func routingLine(r model.RoutingSummary, notes []model.Note) string {
+	line := fmt.Sprintf("%s, escape %s, %d lanes", r.Mode, r.Escape, r.VLs)
+	for _, n := range notes {
+		if n.Key == "routing" {
+			line += " (" + n.Why + ")"
+		}
+	}
+	return line
 }

@@ -187,16 +187,88 @@ func CheckDocumented(v any) error {
 
 // Dump returns v as YAML, keys in struct order, values through their
 // MarshalYAML or MarshalText: the fully resolved config, which DecodeYAML
-// reads back to the same values.
+// reads back to the same values. Every key is written, even one whose yaml
+// tag says omitempty, and empty lists as []: reading the dump over any
+// other base (another preset) must give the same configuration, and an
+// omitted key would leave the base's value in place.
 func Dump(v any) ([]byte, error) {
+	n, err := dumpNode(reflect.ValueOf(v))
+	if err != nil {
+		return nil, fmt.Errorf("params: dump: %w", err)
+	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
-	if err := enc.Encode(v); err != nil {
+	if err := enc.Encode(n); err != nil {
 		return nil, fmt.Errorf("params: dump: %w", err)
 	}
 	if err := enc.Close(); err != nil {
 		return nil, fmt.Errorf("params: dump: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// dumpNode encodes v as gopkg.in/yaml.v3 would, except that structs (and
+// structs in pointers and lists) are written key by key, ignoring
+// omitempty.
+func dumpNode(v reflect.Value) (*yaml.Node, error) {
+	if !v.IsValid() {
+		return encodeNode(nil)
+	}
+	t := v.Type()
+	if custom(t) {
+		return encodeNode(v.Interface())
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return encodeNode(nil)
+		}
+		return dumpNode(v.Elem())
+	case reflect.Struct:
+		info := structFields(t)
+		n := &yaml.Node{Kind: yaml.MappingNode}
+		for _, f := range info.fields {
+			k, err := encodeNode(f.key)
+			if err != nil {
+				return nil, err
+			}
+			c, err := dumpNode(fieldByIndex(v, f.index))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f.key, err)
+			}
+			n.Content = append(n.Content, k, c)
+		}
+		if info.inlineMap != nil {
+			m, err := encodeNode(fieldByIndex(v, info.inlineIdx).Interface())
+			if err != nil {
+				return nil, err
+			}
+			if m.Kind == yaml.MappingNode {
+				n.Content = append(n.Content, m.Content...)
+			}
+		}
+		return n, nil
+	case reflect.Slice, reflect.Array:
+		if e := t.Elem(); !custom(e) && (e.Kind() == reflect.Struct || e.Kind() == reflect.Pointer) {
+			n := &yaml.Node{Kind: yaml.SequenceNode}
+			for i := range v.Len() {
+				c, err := dumpNode(v.Index(i))
+				if err != nil {
+					return nil, err
+				}
+				n.Content = append(n.Content, c)
+			}
+			return n, nil
+		}
+	}
+	return encodeNode(v.Interface())
+}
+
+func encodeNode(v any) (*yaml.Node, error) {
+	var n yaml.Node
+	if err := n.Encode(v); err != nil {
+		return nil, err
+	}
+	return &n, nil
 }

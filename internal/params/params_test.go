@@ -502,3 +502,38 @@ func FuzzSet(f *testing.F) {
 		}
 	})
 }
+
+// TestDumpWritesEveryKey: omitempty keys and empty lists are written, so a
+// dump read over a base whose values differ replaces them all.
+func TestDumpWritesEveryKey(t *testing.T) {
+	type inner struct {
+		K    []int  `yaml:"k,omitempty"`
+		Path string `yaml:"path,omitempty"`
+	}
+	type outer struct {
+		Inner inner    `yaml:"inner"`
+		List  []inner  `yaml:"list"`
+		Ptr   *inner   `yaml:"ptr"`
+		Names []string `yaml:"names"`
+	}
+	v := outer{List: []inner{{}}}
+	out, err := Dump(&v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "inner:\n  k: []\n  path: \"\"\nlist:\n  - k: []\n    path: \"\"\nptr: null\nnames: []\n"
+	if string(out) != want {
+		t.Fatalf("dump:\n%s\nwant:\n%s", out, want)
+	}
+	base := outer{Inner: inner{K: []int{8, 8}, Path: "x"}, Names: []string{"a"}}
+	if err := DecodeYAML(bytes.NewReader(out), "dump.yaml", &base); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Dump(&base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != want {
+		t.Fatalf("dump over another base:\n%s\nwant:\n%s", again, want)
+	}
+}

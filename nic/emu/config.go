@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/fabemu/fabemu/internal/params"
-	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic/tap"
 	"gopkg.in/yaml.v3"
 )
@@ -77,9 +77,9 @@ type ModelConfig struct {
 
 // BackgroundConfig is synthetic load on the hosts without a TAP device.
 type BackgroundConfig struct {
-	Enabled bool              `yaml:"enabled" json:"enabled" doc:"drive the hosts without a TAP device with synthetic traffic"`
-	Traffic nic.TrafficConfig `yaml:"traffic" json:"traffic"`
-	Seed    uint64            `yaml:"seed" json:"seed" doc:"seed of the background traffic"`
+	Enabled bool                `yaml:"enabled" json:"enabled" doc:"drive the hosts without a TAP device with synthetic traffic"`
+	Traffic model.TrafficConfig `yaml:"traffic" json:"traffic"`
+	Seed    uint64              `yaml:"seed" json:"seed" doc:"seed of the background traffic"`
 }
 
 // PacingConfig is how the model follows the wall clock.
@@ -126,7 +126,7 @@ const (
 func DefaultRunConfig() RunConfig {
 	var c RunConfig
 	c.Model.Preset = DefaultPreset
-	c.Background.Traffic = nic.DefaultTrafficConfig()
+	c.Background.Traffic = model.DefaultTrafficConfig()
 	c.Background.Traffic.Load = 0.01
 	c.Background.Traffic.Sizes = "4096" // few large messages: cheap to simulate in real time
 	c.Background.Seed = 1
@@ -155,42 +155,26 @@ func LoadRunConfig(path string) (RunConfig, error) {
 	return c, nil
 }
 
-// ResolveModel resolves the fabric configuration: the preset, the --set style
-// overrides, then the delivery fields.
-func (c *RunConfig) ResolveModel() (nic.SimConfig, error) {
-	sc, err := nic.LookupPreset(c.Model.Preset)
+// Layers are the model's layers for the configuration resolver: the
+// preset, the delivery shorthands, then the overrides of model.set.
+func (m ModelConfig) Layers() model.Layers {
+	return model.Layers{Preset: m.Preset, PresetSource: "model.preset",
+		Shorthands: model.Shorthands("model.", m.Delivery, m.Reorder, m.Injection),
+		Sets:       model.Sets("model.set", m.Set)}
+}
+
+// ResolveModel resolves the fabric configuration with the model's
+// resolver (ModelConfig.Layers), then puts in the background traffic.
+func (c *RunConfig) ResolveModel() (model.SimConfig, error) {
+	sc, _, err := model.Resolve(c.Model.Layers(), model.LookupPreset)
 	if err != nil {
-		return sc, fmt.Errorf("model.preset: %w", err)
-	}
-	for _, s := range c.Model.Set {
-		if err := params.Set(&sc, s); err != nil {
-			return sc, fmt.Errorf("model.set: %w", err)
-		}
-	}
-	d := &sc.NIC.Delivery
-	if c.Model.Delivery != "" {
-		m, err := nic.ParseDeliveryMode(c.Model.Delivery)
-		if err != nil {
-			return sc, fmt.Errorf("model.delivery: %w", err)
-		}
-		d.Mode = m
-	}
-	if c.Model.Reorder != "" {
-		d.Reorder = c.Model.Reorder
-	}
-	if c.Model.Injection != "" {
-		if err := params.Set(&sc, "nic.delivery.injection.policy="+c.Model.Injection); err != nil {
-			return sc, fmt.Errorf("model.injection: %w", err)
-		}
+		return sc, err
 	}
 	if c.Background.Enabled {
 		sc.Traffic = c.Background.Traffic
 	}
 	sc.Run.Duration = 1 // not used by the daemon; keeps Validate happy
-	if err := sc.Validate(); err != nil {
-		return sc, err
-	}
-	return sc, nil
+	return sc, sc.Validate()
 }
 
 // Validate checks the configuration on its own (the fabric parts are

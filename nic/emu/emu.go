@@ -1,5 +1,5 @@
 // Package emu is the emulation core of the fabemu daemon: it joins TAP
-// devices (nic/tap) to a fabric model (nic.Session) paced by the wall clock
+// devices (nic/tap) to a fabric model (model.Session) paced by the wall clock
 // (des.Pacer).
 //
 // It owns:
@@ -41,10 +41,12 @@ import (
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/internal/netnsutil"
+	simmodel "github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic"
 	"github.com/fabemu/fabemu/nic/ether"
 	"github.com/fabemu/fabemu/nic/tap"
 	"github.com/fabemu/fabemu/reorder"
+	"github.com/fabemu/fabemu/workload/synth"
 	"go.uber.org/zap"
 )
 
@@ -100,9 +102,9 @@ type stream struct {
 // Emulator is the running daemon core.
 type Emulator struct {
 	cfg   RunConfig
-	model nic.SimConfig
+	model simmodel.SimConfig
 	log   *zap.Logger
-	sess  *nic.Session
+	sess  *simmodel.Session
 	pacer *des.Pacer
 	ports []*port
 	start time.Time
@@ -133,7 +135,7 @@ func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := nic.NewSession(model.Topology, model.Routing, model.Fabric, model.NIC, 0, des.Never, des.Second)
+	sess, err := simmodel.NewSession(model.Topology, model.Routing, model.Fabric, model.NIC, 0, des.Never, des.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +167,7 @@ func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 				e.background = append(e.background, h)
 			}
 		}
-		if err := nic.StartBackground(sess.Net, sess.Eng, model.Traffic, nic.HostLink(model.Fabric, model.NIC),
+		if err := synth.StartBackground(sess.Net, sess.Eng, model.Traffic, synth.HostLink(model.Fabric, model.NIC),
 			cfg.Background.Seed, e.background, des.Never); err != nil {
 			return nil, fmt.Errorf("background: %w", err)
 		}
@@ -434,7 +436,7 @@ func (e *Emulator) Devices() []string {
 }
 
 // Model returns the resolved fabric configuration.
-func (e *Emulator) Model() nic.SimConfig { return e.model }
+func (e *Emulator) Model() simmodel.SimConfig { return e.model }
 
 // Pacer returns the pacer (for its statistics).
 func (e *Emulator) Pacer() *des.Pacer { return e.pacer }

@@ -16,13 +16,13 @@ import (
 	"strings"
 
 	"github.com/fabemu/fabemu/internal/report"
-	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/workload/synth"
 )
 
 // sweep is the part of the sweep JSON (fabemu.sweep/v1) the plot needs.
 type sweep struct {
-	Schema string         `json:"schema"`
-	Points []*nic.Summary `json:"points"`
+	Schema string           `json:"schema"`
+	Points []*synth.Summary `json:"points"`
 }
 
 func main() {

@@ -9,12 +9,14 @@ import (
 
 	"github.com/fabemu/fabemu/internal/report"
 	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/workload/replay"
+	"github.com/fabemu/fabemu/workload/synth"
 )
 
 // view is one run seen by the metrics: a replay, or a sim at a load.
 type view struct {
-	rep  *nic.ReplaySummary
-	sim  *nic.Summary
+	rep  *replay.ReplaySummary
+	sim  *synth.Summary
 	load float64
 }
 
@@ -131,7 +133,7 @@ var columns = map[string]column{
 	}},
 }
 
-func (r *Result) firstSim() *nic.Summary {
+func (r *Result) firstSim() *synth.Summary {
 	for _, row := range r.Rows {
 		if row.sim != nil {
 			return row.sim
@@ -176,7 +178,7 @@ func (r *Result) Improvement(row string) (float64, bool) {
 }
 
 // Replay returns the named row's replay summary, or nil.
-func (r *Result) Replay(row string) *nic.ReplaySummary {
+func (r *Result) Replay(row string) *replay.ReplaySummary {
 	for _, x := range r.Rows {
 		if x.Name == row {
 			return x.replay

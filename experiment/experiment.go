@@ -1,4 +1,5 @@
-// Package experiment owns experiment definitions and running them: a
+// Package experiment owns experiment definitions and running them, the
+// layer above the workloads (workload/synth, workload/replay): a
 // declared set of configurations (rows) over a base preset, run on a worker
 // pool and reported as one table, one JSON document and a plot. Definitions
 // are YAML files; the ones that ship with fabemu (paper 004's Tables 1 and
@@ -31,7 +32,8 @@ import (
 	"strings"
 
 	"github.com/fabemu/fabemu/internal/params"
-	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/model"
+	"github.com/fabemu/fabemu/workload/replay"
 )
 
 //go:embed defs/*.yaml
@@ -39,8 +41,8 @@ var defs embed.FS
 
 // Kinds of experiment.
 const (
-	KindReplay = "replay" // trace replay rows (nic.RunReplay)
-	KindSim    = "sim"    // synthetic traffic rows (nic.RunSim), optionally a load sweep
+	KindReplay = "replay" // trace replay rows (replay.RunReplay)
+	KindSim    = "sim"    // synthetic traffic rows (synth.RunSim), optionally a load sweep
 )
 
 // Experiment is one experiment definition.
@@ -342,36 +344,6 @@ func (p PlotSpec) validate(sweep bool) error {
 	return nil
 }
 
-// applyRow sets a row's delivery fields and overrides on a config.
-func applyRow(dst any, d *nic.DeliveryConfig, base []string, r Row) error {
-	for _, s := range base {
-		if err := params.Set(dst, s); err != nil {
-			return fmt.Errorf("base.set %q: %w", s, err)
-		}
-	}
-	if r.Delivery != "" {
-		m, err := nic.ParseDeliveryMode(r.Delivery)
-		if err != nil {
-			return fmt.Errorf("delivery: %w", err)
-		}
-		d.Mode = m
-	}
-	if r.Reorder != "" {
-		d.Reorder = r.Reorder
-	}
-	if r.Injection != "" {
-		if err := params.Set(dst, "nic.delivery.injection.policy="+r.Injection); err != nil {
-			return fmt.Errorf("injection: %w", err)
-		}
-	}
-	for _, s := range r.Set {
-		if err := params.Set(dst, s); err != nil {
-			return fmt.Errorf("set %q: %w", s, err)
-		}
-	}
-	return nil
-}
-
 func (e *Experiment) preset(r Row) string {
 	if r.Preset != "" {
 		return r.Preset
@@ -379,44 +351,117 @@ func (e *Experiment) preset(r Row) string {
 	return e.Base.Preset
 }
 
-// replayConfig resolves a replay row.
-func (e *Experiment) replayConfig(r Row, quick bool) (nic.ReplaySimConfig, error) {
-	cfg, err := nic.ReplayPreset(e.preset(r))
-	if err != nil {
-		return cfg, err
+// layers are the configuration layers of a row for the resolver: the
+// row's preset (else the base's), the trace file, the base's overrides,
+// the row's delivery shorthands, then the row's own overrides.
+func (e *Experiment) layers(r Row) model.Layers {
+	l := model.Layers{Preset: e.preset(r),
+		Flags:      model.Sets("base.set", e.Base.Set),
+		Shorthands: model.Shorthands("", r.Delivery, r.Reorder, r.Injection),
+		Sets:       model.Sets("set", r.Set)}
+	if e.Kind == KindReplay && e.Trace.File != "" {
+		l.Flags = append([]model.Assignment{{Source: "trace.file", Flag: true, Key: "replay.trace", Value: e.Trace.File}}, l.Flags...)
 	}
-	cfg.Replay.Trace = e.Trace.File
-	if err := applyRow(&cfg, &cfg.NIC.Delivery, e.Base.Set, r); err != nil {
-		return cfg, err
+	return l
+}
+
+// replayConfig resolves a replay row.
+func (e *Experiment) replayConfig(r Row, quick bool) (replay.ReplaySimConfig, error) {
+	cfg, _, err := e.resolveReplay(r, quick)
+	return cfg, err
+}
+
+func (e *Experiment) resolveReplay(r Row, quick bool) (replay.ReplaySimConfig, model.Resolution, error) {
+	cfg, res, err := model.Resolve(e.layers(r), replay.ReplayPreset)
+	if err != nil {
+		return cfg, res, err
 	}
 	if quick && e.Quick.Limit > 0 {
 		cfg.Replay.Limit = e.Quick.Limit
 	}
-	return cfg, cfg.Validate()
+	return cfg, res, cfg.Validate()
 }
 
 // simConfig resolves a sim row.
-func (e *Experiment) simConfig(r Row, quick bool) (nic.SimConfig, error) {
-	cfg, err := nic.LookupPreset(e.preset(r))
+func (e *Experiment) simConfig(r Row, quick bool) (model.SimConfig, error) {
+	cfg, _, err := e.resolveSim(r, quick)
+	return cfg, err
+}
+
+func (e *Experiment) resolveSim(r Row, quick bool) (model.SimConfig, model.Resolution, error) {
+	cfg, res, err := model.Resolve(e.layers(r), model.LookupPreset)
 	if err != nil {
-		return cfg, err
-	}
-	if err := applyRow(&cfg, &cfg.NIC.Delivery, e.Base.Set, r); err != nil {
-		return cfg, err
+		return cfg, res, err
 	}
 	if quick {
 		if e.Quick.Duration != "" {
 			if err := params.Set(&cfg, "run.duration="+e.Quick.Duration); err != nil {
-				return cfg, fmt.Errorf("quick.duration: %w", err)
+				return cfg, res, fmt.Errorf("quick.duration: %w", err)
 			}
 		}
 		if e.Quick.Warmup != "" {
 			if err := params.Set(&cfg, "run.warmup="+e.Quick.Warmup); err != nil {
-				return cfg, fmt.Errorf("quick.warmup: %w", err)
+				return cfg, res, fmt.Errorf("quick.warmup: %w", err)
 			}
 		}
 	}
-	return cfg, cfg.Validate()
+	return cfg, res, cfg.Validate()
+}
+
+// RowConfig returns the resolved configuration of the named row, as it
+// runs (with quick, as --quick runs it): a *model.SimConfig or a
+// *replay.ReplaySimConfig, with the resolver's notes. A generated trace is
+// made when the experiment runs, so the configuration of a replay row
+// names none.
+func (e *Experiment) RowConfig(name string, quick bool) (any, []model.Note, error) {
+	for _, r := range e.Rows {
+		if r.Name != name {
+			continue
+		}
+		if e.Kind == KindReplay {
+			c, res, err := e.resolveReplay(r, quick)
+			return &c, res.Notes, err
+		}
+		c, res, err := e.resolveSim(r, quick)
+		return &c, res.Notes, err
+	}
+	var names []string
+	for _, r := range e.Rows {
+		names = append(names, r.Name)
+	}
+	return nil, nil, fmt.Errorf("experiment %s: no row %q; rows: %s", e.Name, name, strings.Join(names, ", "))
+}
+
+// Notes lists what the resolver set beyond the rows' own layers (a
+// routing mode forced by a row's delivery mode), one line per note with
+// the rows it applies to, in row order.
+func (e *Experiment) Notes() []string {
+	var order []string
+	rows := map[string][]string{}
+	for _, r := range e.Rows {
+		var res model.Resolution
+		var err error
+		if e.Kind == KindReplay {
+			_, res, err = e.resolveReplay(r, false)
+		} else {
+			_, res, err = e.resolveSim(r, false)
+		}
+		if err != nil {
+			continue // Validate reported it
+		}
+		for _, n := range res.Notes {
+			k := n.String()
+			if _, ok := rows[k]; !ok {
+				order = append(order, k)
+			}
+			rows[k] = append(rows[k], r.Name)
+		}
+	}
+	out := make([]string, len(order))
+	for i, k := range order {
+		out[i] = fmt.Sprintf("%s: rows %s", k, strings.Join(rows[k], ", "))
+	}
+	return out
 }
 
 // loads returns the offered loads a sweep row runs at.

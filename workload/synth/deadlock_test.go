@@ -1,7 +1,8 @@
-package nic
+package synth
 
 import (
 	"errors"
+	"github.com/fabemu/fabemu/model"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 // *fabric.DeadlockReport naming blocked packets and what each waits for,
 // within bounded wall time, instead of hanging.
 func TestDeadlockStopsAndReports(t *testing.T) {
-	c, err := LookupPreset("torus8x8-dor")
+	c, err := model.LookupPreset("torus8x8-dor")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/fabemu/fabemu/internal/units"
 )
 
-// go test -run XXX -bench . -benchmem ./nic/traffic
+// go test -run XXX -bench . -benchmem ./workload/traffic
 
 var sinkInt int
 var sinkTime int64

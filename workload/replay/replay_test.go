@@ -1,4 +1,4 @@
-package nic
+package replay
 
 import (
 	"bytes"

@@ -8,9 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fabemu/fabemu/nic"
 	"github.com/fabemu/fabemu/tracefmt"
 	"github.com/fabemu/fabemu/tracefmt/blockgen"
+	"github.com/fabemu/fabemu/workload/replay"
+	"github.com/fabemu/fabemu/workload/synth"
 )
 
 // Schema versions the experiment JSON.
@@ -61,19 +62,19 @@ type TraceInfo struct {
 // RowResult is one row: the full summary of its run, or the points of a
 // load sweep.
 type RowResult struct {
-	Name    string             `json:"name"`
-	Summary any                `json:"summary,omitempty"` // *nic.ReplaySummary or *nic.Summary
-	Points  []SweepPoint       `json:"points,omitempty"`
-	Group   string             `json:"group,omitempty"`
-	Series  string             `json:"series,omitempty"`
-	replay  *nic.ReplaySummary // typed views of Summary
-	sim     *nic.Summary
+	Name    string                `json:"name"`
+	Summary any                   `json:"summary,omitempty"` // *replay.ReplaySummary or *synth.Summary
+	Points  []SweepPoint          `json:"points,omitempty"`
+	Group   string                `json:"group,omitempty"`
+	Series  string                `json:"series,omitempty"`
+	replay  *replay.ReplaySummary // typed views of Summary
+	sim     *synth.Summary
 }
 
 // SweepPoint is one offered load of a sweep row.
 type SweepPoint struct {
-	Load    float64      `json:"load"`
-	Summary *nic.Summary `json:"summary"`
+	Load    float64        `json:"load"`
+	Summary *synth.Summary `json:"summary"`
 }
 
 // CalibrationResult records the compression-factor search.
@@ -249,7 +250,7 @@ func (g *GenerateSpec) generate(records int64) (string, func(), error) {
 }
 
 func (e *Experiment) runReplay(res *Result, p *pool, quick bool) error {
-	cfgs := make([]nic.ReplaySimConfig, len(e.Rows))
+	cfgs := make([]replay.ReplaySimConfig, len(e.Rows))
 	for i, r := range e.Rows {
 		c, err := e.replayConfig(r, quick)
 		if err != nil {
@@ -275,7 +276,7 @@ func (e *Experiment) runReplay(res *Result, p *pool, quick bool) error {
 		}
 	}
 	// fix reports only the names: the temporary path must not show.
-	fix := func(s *nic.ReplaySummary) {
+	fix := func(s *replay.ReplaySummary) {
 		if s != nil && e.Trace.Generate != nil {
 			s.Trace.Name = info.Name
 			s.Config.Replay.Trace = info.Name
@@ -297,7 +298,7 @@ func (e *Experiment) runReplay(res *Result, p *pool, quick bool) error {
 	jobs := make([]func() error, len(e.Rows))
 	for i, r := range e.Rows {
 		jobs[i] = func() error {
-			s, err := nic.RunReplay(cfgs[i], nil)
+			s, err := replay.RunReplay(cfgs[i], nil)
 			fix(s)
 			res.Rows[i] = RowResult{Name: r.Name, Group: r.Group, Series: r.Series, Summary: s, replay: s}
 			if err != nil {
@@ -329,7 +330,7 @@ func (e *Experiment) rowIndex(name string) int {
 
 // calibrate runs cfg at each factor and picks one (see the package
 // comment).
-func (e *Experiment) calibrate(cfg nic.ReplaySimConfig, p *pool, quick bool, fix func(*nic.ReplaySummary)) (*CalibrationResult, error) {
+func (e *Experiment) calibrate(cfg replay.ReplaySimConfig, p *pool, quick bool, fix func(*replay.ReplaySummary)) (*CalibrationResult, error) {
 	c := e.Calibration
 	fs := e.factors(quick)
 	cal := &CalibrationResult{Row: c.Row, MinUtilisation: c.MinUtilisation, MinBacklog: c.MinBacklog,
@@ -339,7 +340,7 @@ func (e *Experiment) calibrate(cfg nic.ReplaySimConfig, p *pool, quick bool, fix
 		jobs[i] = func() error {
 			cc := cfg
 			cc.Replay.Compression = f
-			s, err := nic.RunReplay(cc, nil)
+			s, err := replay.RunReplay(cc, nil)
 			if err != nil {
 				return fmt.Errorf("calibration at compression %g: %w", f, err)
 			}
@@ -389,7 +390,7 @@ func (e *Experiment) runSim(res *Result, p *pool, quick bool) error {
 		res.Rows[i] = RowResult{Name: r.Name, Group: r.Group, Series: r.Series}
 		if !e.sweep() {
 			jobs = append(jobs, func() error {
-				s, err := nic.RunSim(cfg, nil)
+				s, err := synth.RunSim(cfg, nil)
 				res.Rows[i].Summary, res.Rows[i].sim = s, s
 				if err != nil {
 					return fmt.Errorf("row %q: %w", r.Name, err)
@@ -404,7 +405,7 @@ func (e *Experiment) runSim(res *Result, p *pool, quick bool) error {
 			jobs = append(jobs, func() error {
 				c := cfg
 				c.Traffic.Load = l
-				s, err := nic.RunSim(c, nil)
+				s, err := synth.RunSim(c, nil)
 				res.Rows[i].Points[j] = SweepPoint{Load: l, Summary: s}
 				if err != nil {
 					return fmt.Errorf("row %q at load %g: %w", r.Name, l, err)

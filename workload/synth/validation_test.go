@@ -1,6 +1,7 @@
-package nic
+package synth
 
 import (
+	"github.com/fabemu/fabemu/model"
 	"testing"
 
 	"github.com/fabemu/fabemu/fabric/des"
@@ -14,7 +15,7 @@ func saturationThroughput(t *testing.T, preset, pattern string, mode route.Mode,
 	t.Helper()
 	best := 0.0
 	for _, l := range loads {
-		c, err := LookupPreset(preset)
+		c, err := model.LookupPreset(preset)
 		if err != nil {
 			t.Fatal(err)
 		}

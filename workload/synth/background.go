@@ -1,10 +1,12 @@
-package nic
+package synth
 
 import (
 	"fmt"
 
 	"github.com/fabemu/fabemu/fabric/des"
-	"github.com/fabemu/fabemu/nic/traffic"
+	"github.com/fabemu/fabemu/model"
+	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/workload/traffic"
 )
 
 // StartBackground drives only the listed hosts with the synthetic workload
@@ -12,7 +14,7 @@ import (
 // hosts (TAP devices) meets realistic congestion. Destinations follow the
 // pattern over all hosts, so background messages also reach the live
 // hosts' links. Messages carry no Tag and no Done callback.
-func StartBackground(nw *Network, eng *des.Engine, c TrafficConfig, link traffic.Link, seed uint64, hosts []int, end des.Time) error {
+func StartBackground(nw *nic.Network, eng *des.Engine, c model.TrafficConfig, link traffic.Link, seed uint64, hosts []int, end des.Time) error {
 	s, err := newSynth(nw, eng, c, link, seed, end)
 	if err != nil {
 		return err

@@ -1,12 +1,17 @@
-package nic
-
-// Trace replay: block-I/O trace records become request/reply traffic
-// between initiator hosts and disk hosts (paper 004 §4.1, paper 000 §4.2).
-// The mapping, semantics and metrics are documented in docs/replay.md.
+// Package replay owns trace replay: block-I/O trace records become
+// request/reply traffic between initiator hosts and disk hosts (paper 004
+// §4.1, paper 000 §4.2). It owns the replay configuration and its presets,
+// the mapping of trace devices and initiators onto hosts, the pre-scan of
+// the trace window, the driver, and RunReplay with its ReplaySummary
+// (schema fabemu.replay/v1). The mapping, semantics and metrics are
+// documented in docs/replay.md.
+package replay
 
 import (
 	"errors"
 	"fmt"
+	"github.com/fabemu/fabemu/model"
+	"github.com/fabemu/fabemu/nic"
 	"io"
 	"math"
 	"math/bits"
@@ -87,11 +92,11 @@ type ReplayRunConfig struct {
 }
 
 // ReplaySimConfig is everything a trace replay needs: the model parts of a
-// SimConfig with a trace mapping instead of synthetic traffic.
+// model.SimConfig with a trace mapping instead of synthetic traffic.
 type ReplaySimConfig struct {
-	Model  `yaml:",inline"`
-	Replay ReplayConfig    `yaml:"replay" json:"replay"`
-	Run    ReplayRunConfig `yaml:"run" json:"run"`
+	model.Model `yaml:",inline"`
+	Replay      ReplayConfig    `yaml:"replay" json:"replay"`
+	Run         ReplayRunConfig `yaml:"run" json:"run"`
 }
 
 // DefaultReplayConfig is paper 004's mapping: 23 disks at random host
@@ -121,7 +126,7 @@ const ReplayDeadlockTimeout = 100 * des.Millisecond
 // compression factor where the paper gives one (else 1), and a watchdog
 // interval of at least ReplayDeadlockTimeout.
 func ReplayPreset(name string) (ReplaySimConfig, error) {
-	p, err := LookupPreset(name)
+	p, err := model.LookupPreset(name)
 	if err != nil {
 		return ReplaySimConfig{}, err
 	}
@@ -174,10 +179,7 @@ var errReplayRange = errors.New("replay time beyond the simulator's range (about
 // Validate checks the configuration on its own; what depends on the
 // topology (disk and host counts) is checked when the replay is built.
 func (c *ReplaySimConfig) Validate() error {
-	if err := c.Model.validate(); err != nil {
-		return err
-	}
-	if err := c.NIC.Validate(); err != nil {
+	if err := c.Model.Validate(); err != nil {
 		return err
 	}
 	r := &c.Replay
@@ -338,11 +340,11 @@ const (
 // and the number the window holds.
 type ReplayProgress func(completed, total uint64)
 
-// replayer drives a Network from a trace reader, one record ahead.
+// replayer drives a nic.Network from a trace reader, one record ahead.
 type replayer struct {
-	s     *Session
+	s     *model.Session
 	eng   *des.Engine
-	nw    *Network
+	nw    *nic.Network
 	cfg   ReplayConfig
 	num   uint64
 	rd    tracefmt.Reader
@@ -361,7 +363,7 @@ type replayer struct {
 	allIssued bool
 
 	pool   []*request
-	doneFn func(*Message, des.Time)
+	doneFn func(*nic.Message, des.Time)
 
 	issued, completed       uint64
 	reads, writes, late     uint64
@@ -510,7 +512,7 @@ func (r *replayer) initiator(rec *tracefmt.Record) int {
 // issue sends the look-ahead record's first message: a read request of
 // RequestBytes, or the write's data (trace-formats §4: request/reply
 // mapping; paper 004 §4.1: payload as in the trace, split at the MTU by
-// Network.Send).
+// nic.Network.Send).
 func (r *replayer) issue(now des.Time) {
 	rec := &r.next
 	q := r.newRequest()
@@ -557,7 +559,7 @@ func (r *replayer) reply(q *request, now des.Time) {
 // onDone is every replay message's Done callback. It runs inside the
 // fabric's delivery, so the reply is scheduled as an event rather than
 // sent from here.
-func (r *replayer) onDone(m *Message, at des.Time) {
+func (r *replayer) onDone(m *nic.Message, at des.Time) {
 	q := m.Tag.(*request)
 	if !q.atDisk {
 		q.atDisk = true
@@ -586,12 +588,12 @@ func (r *replayer) onDone(m *Message, at des.Time) {
 // ReplaySummary is the result of a trace replay. Everything outside Run is
 // a pure function of the configuration, the trace and the seed.
 type ReplaySummary struct {
-	Schema   string          `json:"schema"`
-	Config   ReplaySimConfig `json:"config"`
-	Topology TopologySummary `json:"topology"`
-	Routing  RoutingSummary  `json:"routing"`
-	Trace    TraceInfo       `json:"trace"`
-	Mapping  MappingInfo     `json:"mapping"`
+	Schema   string                `json:"schema"`
+	Config   ReplaySimConfig       `json:"config"`
+	Topology model.TopologySummary `json:"topology"`
+	Routing  model.RoutingSummary  `json:"routing"`
+	Trace    TraceInfo             `json:"trace"`
+	Mapping  MappingInfo           `json:"mapping"`
 
 	Requests    uint64 `json:"requests"`
 	Completed   uint64 `json:"completed"`
@@ -610,21 +612,21 @@ type ReplaySummary struct {
 	// compressed span.
 	LastIssueNs float64 `json:"last_issue_ns"`
 
-	LatencyNs                       hist.Summary     `json:"latency_ns"`
-	ReadLatencyNs                   hist.Summary     `json:"read_latency_ns"`
-	WriteLatencyNs                  hist.Summary     `json:"write_latency_ns"`
-	PacketLatencyNs                 hist.Summary     `json:"packet_latency_ns"`
-	NetworkLatencyNs                hist.Summary     `json:"network_latency_ns"`
-	AcceptedBytesPerNs              float64          `json:"accepted_bytes_per_ns"`
-	AcceptedBytesPerNsPerSwitch     float64          `json:"accepted_bytes_per_ns_per_switch"`
-	AcceptedWireBytesPerNsPerSwitch float64          `json:"accepted_wire_bytes_per_ns_per_switch"`
-	Packets                         PacketCounts     `json:"packets"`
-	Hops                            HopSummary       `json:"hops"`
-	LinkUtilisation                 MinMeanMax       `json:"link_utilisation"`
-	Invariants                      ReplayInvariants `json:"invariants"`
-	DeliveryReport                                   // end-to-end delivery figures, flattened
-	Timeseries                      []ReplayBin      `json:"timeseries"`
-	Run                             *ReplayRunInfo   `json:"run,omitempty"`
+	LatencyNs                       hist.Summary       `json:"latency_ns"`
+	ReadLatencyNs                   hist.Summary       `json:"read_latency_ns"`
+	WriteLatencyNs                  hist.Summary       `json:"write_latency_ns"`
+	PacketLatencyNs                 hist.Summary       `json:"packet_latency_ns"`
+	NetworkLatencyNs                hist.Summary       `json:"network_latency_ns"`
+	AcceptedBytesPerNs              float64            `json:"accepted_bytes_per_ns"`
+	AcceptedBytesPerNsPerSwitch     float64            `json:"accepted_bytes_per_ns_per_switch"`
+	AcceptedWireBytesPerNsPerSwitch float64            `json:"accepted_wire_bytes_per_ns_per_switch"`
+	Packets                         model.PacketCounts `json:"packets"`
+	Hops                            model.HopSummary   `json:"hops"`
+	LinkUtilisation                 nic.MinMeanMax     `json:"link_utilisation"`
+	Invariants                      ReplayInvariants   `json:"invariants"`
+	nic.DeliveryReport                                 // end-to-end delivery figures, flattened
+	Timeseries                      []ReplayBin        `json:"timeseries"`
+	Run                             *ReplayRunInfo     `json:"run,omitempty"`
 }
 
 // TraceInfo says what was replayed.
@@ -652,7 +654,7 @@ type MappingInfo struct {
 // ReplayInvariants adds to the fabric invariants that every request of the
 // window completed.
 type ReplayInvariants struct {
-	InvariantReport
+	model.InvariantReport
 	AllCompleted bool `json:"all_completed"`
 }
 
@@ -666,9 +668,9 @@ type ReplayBin struct {
 	AcceptedWireBytesPerNsPerSw float64 `json:"accepted_wire_bytes_per_ns_per_switch"`
 }
 
-// ReplayRunInfo is RunInfo plus the replay speed.
+// ReplayRunInfo is model.RunInfo plus the replay speed.
 type ReplayRunInfo struct {
-	RunInfo
+	model.RunInfo
 	ScanSeconds      float64 `json:"scan_seconds"`
 	RecordsPerSecond float64 `json:"records_per_second"`
 }
@@ -682,7 +684,7 @@ func RunReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, er
 }
 
 // runReplay is RunReplay that also returns the session, for tests.
-func runReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, *Session, error) {
+func runReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, *model.Session, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -705,7 +707,7 @@ func runReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, *S
 	if bin == 0 {
 		bin = max(span/50, des.Microsecond)
 	}
-	s, err := NewSession(cfg.Topology, cfg.Routing, cfg.Fabric, cfg.NIC, 0, des.Never, bin)
+	s, err := model.NewSession(cfg.Topology, cfg.Routing, cfg.Fabric, cfg.NIC, 0, des.Never, bin)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -723,7 +725,7 @@ func runReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, *S
 	wall := time.Since(simStart).Seconds()
 	sum := r.summarize(cfg, scan)
 	total := scanWall + wall
-	sum.Run = &ReplayRunInfo{RunInfo: RunInfo{WallSeconds: total, Events: s.Eng.Fired(),
+	sum.Run = &ReplayRunInfo{RunInfo: model.RunInfo{WallSeconds: total, Events: s.Eng.Fired(),
 		EventsPerSecond:           float64(s.Eng.Fired()) / wall,
 		DeliveredPacketsPerSecond: float64(s.Fabric.Stats.Delivered) / wall},
 		ScanSeconds: scanWall, RecordsPerSecond: float64(r.issued) / total}
@@ -738,7 +740,7 @@ func runReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, *S
 	return sum, s, nil
 }
 
-func newReplayer(s *Session, cfg ReplaySimConfig, num uint64) (*replayer, error) {
+func newReplayer(s *model.Session, cfg ReplaySimConfig, num uint64) (*replayer, error) {
 	c := cfg.Replay
 	n := s.Topo.NumHosts()
 	var disks []int
@@ -793,12 +795,9 @@ func newReplayer(s *Session, cfg ReplaySimConfig, num uint64) (*replayer, error)
 func (r *replayer) summarize(cfg ReplaySimConfig, scan TraceScan) *ReplaySummary {
 	s := r.s
 	m := s.Metrics
-	f := s.Fabric
 	sw := float64(s.Topo.NumSwitches())
 	sum := &ReplaySummary{Schema: ReplaySchema, Config: cfg,
-		Topology: TopologySummary{Name: s.Topo.Name, Describe: s.Topo.Describe(), Switches: s.Topo.NumSwitches(), Hosts: s.Topo.NumHosts(), Links: len(s.Topo.Links)},
-		Routing: RoutingSummary{Mode: string(s.Router.Mode()), Escape: s.Router.EscapeName(), VLs: s.Router.NumVLs(),
-			EscapeVLs: s.Router.EscapeVLs(), EscapeCheck: s.Router.CheckNote},
+		Topology: s.TopologySummary(), Routing: s.RoutingSummary(),
 		Trace: TraceInfo{Format: string(r.rd.Format()), Compression: cfg.Replay.Compression,
 			FromNs: float64(cfg.Replay.From), ToNs: float64(cfg.Replay.To), Records: scan.Records, Skipped: scan.Skipped,
 			SpanNs: float64(scan.Span), Devices: len(r.devIdx), Initiators: len(r.initIdx)},
@@ -815,16 +814,11 @@ func (r *replayer) summarize(cfg ReplaySimConfig, scan TraceScan) *ReplaySummary
 		sum.AcceptedBytesPerNsPerSwitch = sum.AcceptedBytesPerNs / sw
 		sum.AcceptedWireBytesPerNsPerSwitch = float64(m.DelWireBytes) / ns / sw
 	}
-	st := f.Stats
-	sum.Packets = PacketCounts{Generated: s.Net.Generated, Injected: st.Injected, Delivered: st.Delivered,
-		InFlight: f.InFabric(), QueuedAtSources: uint64(s.Net.Queued), DeliveredInWindow: m.DelPackets,
-		OutOfOrder: m.AllOutOfOrder, CreditPackets: st.CreditPackets, EscapeGrants: st.EscapeGrants, AdaptiveGrants: st.AdaptiveGrants}
+	sum.Packets = s.PacketCounts()
 	sum.DeliveryReport = s.DeliveryReport()
-	s.deliveryPackets(&sum.Packets)
-	sum.Hops = HopSummary{Mean: m.Hops.Mean(), Max: m.Hops.Max()}
-	mean, mx := f.LinkUtilisation()
-	sum.LinkUtilisation = MinMeanMax{Mean: mean, Max: mx}
-	iv := ReplayInvariants{InvariantReport: s.invariants(), AllCompleted: r.finished && r.completed == r.total}
+	sum.Hops = s.Hops()
+	sum.LinkUtilisation = s.LinkUtilisation()
+	iv := ReplayInvariants{InvariantReport: s.Invariants(), AllCompleted: r.finished && r.completed == r.total}
 	if !iv.AllCompleted {
 		iv.Violations = append(iv.Violations, fmt.Sprintf("requests: %d of %d in the window completed", r.completed, r.total))
 	}

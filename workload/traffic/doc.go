@@ -3,8 +3,10 @@
 // (injection processes at an offered load, optionally modulated by rate
 // phases), and how large they are (size mixes).
 //
-// It is pure and deterministic: no clock, no I/O, no goroutines. Time is an
-// int64 count of picoseconds, sizes are bytes, rates bits per second.
+// It is pure and deterministic: no clock, no I/O, no goroutines, and it
+// imports only the standard library and internal/, so any layer may use it
+// (workload/synth drives hosts with it). Time is an int64 count of
+// picoseconds, sizes are bytes, rates bits per second.
 // Randomness comes only from the *rand.Rand streams the caller passes in
 // (normally internal/rng streams per host), so the same seed gives the same
 // packets.

@@ -1,4 +1,4 @@
-package nic
+package model
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/fabric/route"
 	"github.com/fabemu/fabemu/fabric/topo"
+	"github.com/fabemu/fabemu/nic"
 )
 
 // Preset is a named configuration reproducing a paper's setup.
@@ -26,7 +27,7 @@ func base() SimConfig {
 			Topology: topo.DefaultConfig(topo.KindTorus),
 			Routing:  route.DefaultConfig(),
 			Fabric:   fabric.DefaultConfig(),
-			NIC:      DefaultConfig(),
+			NIC:      nic.DefaultConfig(),
 		},
 		Traffic: DefaultTrafficConfig(),
 		Run:     RunConfig{Seed: 1, Duration: 1 * des.Millisecond, Warmup: 100 * des.Microsecond},

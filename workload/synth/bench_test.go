@@ -1,6 +1,7 @@
-package nic
+package synth
 
 import (
+	"github.com/fabemu/fabemu/model"
 	"testing"
 
 	"github.com/fabemu/fabemu/fabric/des"
@@ -12,7 +13,7 @@ import (
 func BenchmarkSaturation(b *testing.B) {
 	for _, name := range []string{"torus8x8-dor", "paper004-irregular16"} {
 		b.Run(name, func(b *testing.B) {
-			c, err := LookupPreset(name)
+			c, err := model.LookupPreset(name)
 			if err != nil {
 				b.Fatal(err)
 			}

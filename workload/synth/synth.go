@@ -1,32 +1,27 @@
-package nic
+// Package synth owns the synthetic-traffic workload: the driver that makes
+// every host (or, for the daemon's background load, a chosen set of hosts)
+// create messages by a destination pattern, an injection process and a
+// size mix (workload/traffic), and RunSim, which runs a preset's model
+// under that workload and reports it as a Summary (schema
+// fabemu.summary/v1).
+package synth
 
 import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/rng"
-	"github.com/fabemu/fabemu/nic/traffic"
+	"github.com/fabemu/fabemu/internal/units"
+	"github.com/fabemu/fabemu/model"
+	"github.com/fabemu/fabemu/nic"
+	"github.com/fabemu/fabemu/workload/traffic"
 )
-
-// TrafficConfig is the synthetic workload.
-type TrafficConfig struct {
-	Pattern string  `yaml:"pattern" json:"pattern" doc:"destination pattern: uniform, bitrev, butterfly, complement, shuffle, transpose, hotspot[:frac[@node]], hotregion, corner1, corner2 (see docs/traffic.md)" paper:"004 §4.1, 001 §4.1, 002 §3, 000 Table 1"`
-	Process string  `yaml:"process" json:"process" doc:"injection process: bernoulli (one draw per packet slot), exponential (Poisson arrivals) or periodic"`
-	Load    float64 `yaml:"load" json:"load" doc:"offered load per host as a fraction of the host link's data rate, headers included (1.0 saturates the injection link)"`
-	Sizes   string  `yaml:"sizes" json:"sizes" unit:"bytes" doc:"message payload size, fixed (256) or a weighted mix (256:0.5,4096:0.5); messages above the MTU become several packets" paper:"004 §4.1"`
-	Phases  string  `yaml:"phases" json:"phases" doc:"rate phases for bursty load, e.g. 0.2:100us,0.9:20us (load:duration, cycling with *); empty for constant load" paper:"001 §4.3"`
-}
-
-// DefaultTrafficConfig is uniform Bernoulli traffic of 256-byte packets at
-// half load (paper 004 §4.1 uses 256-byte packets).
-func DefaultTrafficConfig() TrafficConfig {
-	return TrafficConfig{Pattern: "uniform", Process: "bernoulli", Load: 0.5, Sizes: "256"}
-}
 
 // synth drives every host with the synthetic workload.
 type synth struct {
-	nw      *Network
+	nw      *nic.Network
 	eng     *des.Engine
 	pattern traffic.Pattern
 	sizes   traffic.Sizes
@@ -37,7 +32,7 @@ type synth struct {
 	maxSer  des.Time // serialization time of the largest packet
 }
 
-func newSynth(nw *Network, eng *des.Engine, c TrafficConfig, link traffic.Link, seed uint64, end des.Time) (*synth, error) {
+func newSynth(nw *nic.Network, eng *des.Engine, c model.TrafficConfig, link traffic.Link, seed uint64, end des.Time) (*synth, error) {
 	n := nw.Hosts()
 	spec, err := traffic.ParsePattern(c.Pattern)
 	if err != nil {
@@ -94,6 +89,11 @@ func newSynth(nw *Network, eng *des.Engine, c TrafficConfig, link traffic.Link, 
 		s.procs[h] = p
 	}
 	return s, nil
+}
+
+// HostLink describes a host's injection link for load computations.
+func HostLink(fc fabric.Config, nc nic.Config) traffic.Link {
+	return traffic.Link{Rate: units.BitRate(fc.DataRate()), Overhead: int(nc.HeaderBytes), MTU: int(nc.MTU)}
 }
 
 func isScheduled(p traffic.Pattern) bool { _, ok := p.(traffic.Scheduled); return ok }

@@ -1,4 +1,4 @@
-package nic
+package model
 
 import (
 	"testing"

@@ -1,9 +1,11 @@
-package nic
+package synth
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/fabemu/fabemu/model"
+	"github.com/fabemu/fabemu/nic"
 	"math"
 	"testing"
 
@@ -13,9 +15,9 @@ import (
 
 // shortPreset returns a preset with a short run, so that the table below
 // stays fast: 100 us measured after 20 us of warm-up.
-func shortPreset(t testing.TB, name string) SimConfig {
+func shortPreset(t testing.TB, name string) model.SimConfig {
 	t.Helper()
-	c, err := LookupPreset(name)
+	c, err := model.LookupPreset(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func TestSimInvariants(t *testing.T) {
 	for _, name := range simPresets {
 		t.Run(name, func(t *testing.T) {
 			c := shortPreset(t, name)
-			if _, err := NewSession(c.Topology, c.Routing, c.Fabric, c.NIC, 0, c.Run.Duration, 0); err != nil {
+			if _, err := model.NewSession(c.Topology, c.Routing, c.Fabric, c.NIC, 0, c.Run.Duration, 0); err != nil {
 				t.Fatal(err) // once per preset rather than per load and mode
 			}
 			for _, mode := range []route.Mode{route.Deterministic, route.Adaptive} {
@@ -149,7 +151,7 @@ func TestSimDeterminism(t *testing.T) {
 // sender injects one message per event: ev.A is the source, ev.Ref the
 // destination.
 type sender struct {
-	nw    *Network
+	nw    *nic.Network
 	bytes int64
 }
 
@@ -185,7 +187,7 @@ func TestZeroLoadLatency(t *testing.T) {
 			c := shortPreset(t, tc.preset)
 			c.Routing.Mode = tc.mode
 			const gap = 20 * des.Microsecond
-			s, err := NewSession(c.Topology, c.Routing, c.Fabric, c.NIC, 0, des.Never, des.Millisecond)
+			s, err := model.NewSession(c.Topology, c.Routing, c.Fabric, c.NIC, 0, des.Never, des.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}

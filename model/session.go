@@ -1,0 +1,70 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/fabemu/fabemu/fabric"
+	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/fabric/route"
+	"github.com/fabemu/fabemu/fabric/topo"
+	"github.com/fabemu/fabemu/nic"
+)
+
+// Session is an assembled model: engine, topology, router, fabric and
+// NICs. Drivers (synthetic traffic, trace replay, TAP devices) attach to
+// its Network.
+type Session struct {
+	Eng     *des.Engine
+	Topo    *topo.Topology
+	Router  *route.Router
+	Fabric  *fabric.Fabric
+	Net     *nic.Network
+	Metrics *nic.Metrics
+}
+
+// NewSession builds the model for the given parts. The metrics window is
+// [warmup, end).
+func NewSession(tc topo.Config, rc route.Config, fc fabric.Config, nc nic.Config, warmup, end, bin des.Time) (*Session, error) {
+	if err := nc.Delivery.Validate(); err != nil {
+		return nil, err
+	}
+	nc.Delivery.Mode, rc.Mode = nc.Delivery.Effective(rc.Mode)
+	t, err := topo.Build(tc)
+	if err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
+	}
+	r, err := route.New(t, rc)
+	if err != nil {
+		return nil, fmt.Errorf("routing: %w", err)
+	}
+	eng := des.New()
+	m := nic.NewMetrics(t.NumHosts(), warmup, end, bin)
+	nw := nic.NewNetwork(eng, nc, t.NumHosts(), m)
+	f, err := fabric.New(eng, fc, t, r, nc.MaxPacket(), nw)
+	if err != nil {
+		return nil, err
+	}
+	nw.Attach(f)
+	return &Session{Eng: eng, Topo: t, Router: r, Fabric: f, Net: nw, Metrics: m}, nil
+}
+
+// Progress is called now and then during a run with the simulated time
+// reached and the time the run ends.
+type Progress func(done, total des.Time)
+
+// RunUntil advances the engine to end in slices, reporting progress, and
+// returns the deadlock report if the watchdog stopped the run.
+func (s *Session) RunUntil(end des.Time, progress Progress) error {
+	step := max(end/200, des.Nanosecond)
+	for t := s.Eng.Now(); t < end; {
+		t = min(t+step, end)
+		s.Eng.RunUntil(t)
+		if s.Fabric.Deadlock != nil {
+			return s.Fabric.Deadlock
+		}
+		if progress != nil {
+			progress(t, end)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package synth
+
+import (
+	"time"
+
+	"github.com/fabemu/fabemu/internal/hist"
+	"github.com/fabemu/fabemu/model"
+	"github.com/fabemu/fabemu/nic"
+)
+
+// SummarySchema versions the JSON summary of a synthetic run.
+const SummarySchema = "fabemu.summary/v1"
+
+// Summary is the result of a synthetic-traffic run. Everything outside
+// Run is a pure function of the configuration and seed.
+type Summary struct {
+	Schema   string                `json:"schema"`
+	Config   model.SimConfig       `json:"config"`
+	Topology model.TopologySummary `json:"topology"`
+	Routing  model.RoutingSummary  `json:"routing"`
+
+	SimTimeNs    float64 `json:"sim_time_ns"`
+	WarmupNs     float64 `json:"warmup_ns"`
+	ActiveHosts  int     `json:"active_hosts"`
+	OfferedLoad  float64 `json:"offered_load"`
+	AcceptedLoad float64 `json:"accepted_load"`
+
+	AcceptedBytesPerNs              float64               `json:"accepted_bytes_per_ns"`
+	AcceptedBytesPerNsPerSwitch     float64               `json:"accepted_bytes_per_ns_per_switch"`
+	AcceptedWireBytesPerNsPerSwitch float64               `json:"accepted_wire_bytes_per_ns_per_switch"`
+	PerHostAcceptedLoad             nic.MinMeanMax        `json:"per_host_accepted_load"`
+	Packets                         model.PacketCounts    `json:"packets"`
+	LatencyNs                       hist.Summary          `json:"latency_ns"`
+	NetworkLatencyNs                hist.Summary          `json:"network_latency_ns"`
+	Hops                            model.HopSummary      `json:"hops"`
+	LinkUtilisation                 nic.MinMeanMax        `json:"link_utilisation"`
+	Invariants                      model.InvariantReport `json:"invariants"`
+	// Delivery holds the end-to-end figures of the delivery mode
+	// (rearrangement, waste traffic, reordering metrics); its fields are
+	// flattened into the summary.
+	nic.DeliveryReport
+	Timeseries []Bin          `json:"timeseries"`
+	Run        *model.RunInfo `json:"run,omitempty"`
+}
+
+// Bin is one time-series bin over the whole run, warm-up included.
+type Bin struct {
+	TimeUs                      float64 `json:"time_us"` // bin start
+	OfferedLoad                 float64 `json:"offered_load"`
+	AcceptedLoad                float64 `json:"accepted_load"`
+	AcceptedBytesPerNsPerSwitch float64 `json:"accepted_bytes_per_ns_per_switch"`
+}
+
+// RunSim runs a synthetic-traffic simulation and summarises it.
+func RunSim(cfg model.SimConfig, progress model.Progress) (*Summary, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	end := cfg.Run.Warmup + cfg.Run.Duration
+	cfg.NIC.Delivery.Mode, cfg.Routing.Mode = cfg.NIC.Delivery.Effective(cfg.Routing.Mode)
+	s, err := model.NewSession(cfg.Topology, cfg.Routing, cfg.Fabric, cfg.NIC, cfg.Run.Warmup, end, cfg.Run.Bin)
+	if err != nil {
+		return nil, err
+	}
+	syn, err := newSynth(s.Net, s.Eng, cfg.Traffic, HostLink(cfg.Fabric, cfg.NIC), cfg.Run.Seed, end)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	syn.start()
+	runErr := s.RunUntil(end, progress)
+	wall := time.Since(start).Seconds()
+	sum := summarize(s, cfg, syn.active)
+	sum.Run = &model.RunInfo{WallSeconds: wall, Events: s.Eng.Fired(),
+		EventsPerSecond:           float64(s.Eng.Fired()) / wall,
+		DeliveredPacketsPerSecond: float64(s.Fabric.Stats.Delivered) / wall}
+	if runErr != nil {
+		sum.Invariants.NoDeadlock = false
+		sum.Invariants.OK = false
+		return sum, runErr
+	}
+	return sum, nil
+}
+
+func summarize(s *model.Session, cfg model.SimConfig, active int) *Summary {
+	m := s.Metrics
+	window := m.End - m.Warmup
+	ns := window.Nanoseconds()
+	capBytesPerNs := float64(cfg.Fabric.DataRate()) / 8e9
+	sum := &Summary{Schema: SummarySchema, Config: cfg,
+		Topology: s.TopologySummary(), Routing: s.RoutingSummary(),
+		SimTimeNs: ns, WarmupNs: m.Warmup.Nanoseconds(), ActiveHosts: active,
+	}
+	if active > 0 {
+		sum.OfferedLoad = float64(m.GenWireBytes) / ns / capBytesPerNs / float64(active)
+		sum.AcceptedLoad = float64(m.DelWireBytes) / ns / capBytesPerNs / float64(active)
+	}
+	sum.AcceptedBytesPerNs = float64(m.DelPayload) / ns
+	sum.AcceptedBytesPerNsPerSwitch = sum.AcceptedBytesPerNs / float64(s.Topo.NumSwitches())
+	sum.AcceptedWireBytesPerNsPerSwitch = float64(m.DelWireBytes) / ns / float64(s.Topo.NumSwitches())
+	first := true
+	for _, b := range m.PerHostWire {
+		l := float64(b) / ns / capBytesPerNs
+		if first || l < sum.PerHostAcceptedLoad.Min {
+			sum.PerHostAcceptedLoad.Min = l
+		}
+		sum.PerHostAcceptedLoad.Max = max(sum.PerHostAcceptedLoad.Max, l)
+		sum.PerHostAcceptedLoad.Mean += l / float64(len(m.PerHostWire))
+		first = false
+	}
+	sum.Packets = s.PacketCounts()
+	sum.LatencyNs = m.Latency.Summarize(1000)
+	sum.NetworkLatencyNs = m.NetLatency.Summarize(1000)
+	sum.Hops = s.Hops()
+	sum.LinkUtilisation = s.LinkUtilisation()
+	sum.Invariants = s.Invariants()
+	sum.Timeseries = timeseries(s, active, capBytesPerNs)
+	sum.DeliveryReport = s.DeliveryReport()
+	return sum
+}
+
+// timeseries turns the metric bins into loads per bin.
+func timeseries(s *model.Session, active int, capBytesPerNs float64) []Bin {
+	m := s.Metrics
+	n := int((m.End + m.BinWidth - 1) / m.BinWidth)
+	binNs := m.BinWidth.Nanoseconds()
+	at := func(xs []int64, i int) float64 {
+		if i < len(xs) {
+			return float64(xs[i])
+		}
+		return 0
+	}
+	out := make([]Bin, n)
+	for i := range out {
+		b := &out[i]
+		b.TimeUs = float64(i) * binNs / 1000
+		if active > 0 {
+			b.OfferedLoad = at(m.BinGenWire, i) / binNs / capBytesPerNs / float64(active)
+			b.AcceptedLoad = at(m.BinWire, i) / binNs / capBytesPerNs / float64(active)
+		}
+		b.AcceptedBytesPerNsPerSwitch = at(m.BinPayload, i) / binNs / float64(s.Topo.NumSwitches())
+	}
+	return out
+}
