@@ -311,6 +311,9 @@ func TestErrors(t *testing.T) {
 	le.PutUint32(ngBigCap[ngRec3+24:], uint32(len(f)+100))
 	ngBadTrailer := bytes.Clone(ng)
 	le.PutUint32(ngBadTrailer[len(ng)-4:], 8)
+	noIface := pcapngFile(le, []ngIface{{link: layers.LinkTypeEthernet}}, []frame{{data: f}, {iface: 5, data: f}})
+	badVersion := bytes.Clone(ng)
+	le.PutUint16(badVersion[12:], 7)
 	wifi := pcapngFile(le, []ngIface{{link: layers.LinkTypeEthernet}, {link: layers.LinkTypeIEEE80211Radio}},
 		[]frame{{data: f}, {iface: 1, data: f}})
 
@@ -336,6 +339,8 @@ func TestErrors(t *testing.T) {
 		{"caplen over origlen", "o.pcap", capOverOrig, 0, "o.pcap: record 1 (byte offset 24): ", "exceeds the original length 10"},
 		{"pcapng caplen over block", "b.pcapng", ngBigCap, 2, "b.pcapng: record 3 (byte offset " + strconv.Itoa(ngRec3) + "): ", "does not fit in a block"},
 		{"pcapng trailer", "x.pcapng", ngBadTrailer, 2, "x.pcapng: record 3", "at its end"},
+		{"pcapng unknown interface", "i.pcapng", noIface, 1, "i.pcapng: record 2 (byte offset", "Interface id 5 not present"},
+		{"pcapng version", "v.pcapng", badVersion, 0, "v.pcapng: ", "Unknown pcapng Version"},
 		{"not a capture", "n.pcap", []byte("hello world, not a capture"), 0, "n.pcap: ", "not a packet capture"},
 		{"empty", "e.pcap", nil, 0, "e.pcap: ", "not a packet capture"},
 	} {
