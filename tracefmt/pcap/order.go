@@ -31,9 +31,10 @@ import (
 // A capture point behind a loss sees the sender's retransmission of the
 // lost segment fill a gap: that counts here as reordered, since at the
 // capture point it is a late first copy. Memory is bounded: at most
-// maxHoles gaps and maxRecs records per flow; a segment older than the
-// remembered records is counted as reordered beyond the window (extent
-// unknown, RFC 4737 §6), and one in a forgotten gap as a retransmission.
+// maxHoles gaps and maxRecs records per flow, records kept only while a
+// gap below them is open; a late segment whose reordering discontinuity
+// was dropped is counted as reordered beyond the window (extent unknown,
+// RFC 4737 §6), and one in a forgotten gap as a retransmission.
 type tcpOrder struct {
 	started        bool
 	highRaw        uint32
@@ -42,8 +43,9 @@ type tcpOrder struct {
 	floor          int64 // bytes below were forgotten
 	index          uint64
 	recs           []segRec // in-order arrivals, increasing start
-	recsDropped    bool
-	holes          []span // missing byte ranges below nextExp, sorted
+	overflowed     bool     // records were dropped for room ...
+	overflowTop    int64    // ... the highest start among them
+	holes          []span   // missing byte ranges below nextExp, sorted
 	last           [3]int64
 	lastN          int
 	segments       uint64
@@ -66,7 +68,10 @@ type span struct{ lo, hi int64 }
 
 const (
 	maxHoles = 64
-	maxRecs  = 64
+	maxRecs  = 1024
+	// maxSegment bounds how far below the lowest gap a late segment can
+	// start (an IPv4 packet's largest payload).
+	maxSegment = 1 << 16
 )
 
 type stat struct {
@@ -141,7 +146,7 @@ func (o *tcpOrder) observe(seq uint32, length int, at int64) {
 	}
 	o.pushLast(s)
 	i := sort.Search(len(o.recs), func(k int) bool { return o.recs[k].start > s })
-	if i == len(o.recs) || (i == 0 && o.recsDropped) {
+	if i == len(o.recs) || (o.overflowed && o.overflowTop > s) {
 		o.beyond++
 		return
 	}
@@ -152,11 +157,29 @@ func (o *tcpOrder) observe(seq uint32, length int, at int64) {
 	o.byteOffset.add(max(above, 0))
 }
 
+// pushRec appends an in-order arrival. Records no late segment can need
+// go first: a late segment fills a gap, so it starts less than maxSegment
+// below the lowest gap (or below NextExp when there is none), and the
+// earliest arrival numbered above it is among the records above that.
+// If a gap stays open for more than maxRecs in-order arrivals the oldest
+// quarter is dropped and later segments below them count as beyond the
+// window.
 func (o *tcpOrder) pushRec(r segRec) {
-	if len(o.recs) == maxRecs {
-		n := copy(o.recs, o.recs[maxRecs/2:])
+	lo := o.nextExp
+	if len(o.holes) > 0 {
+		lo = o.holes[0].lo
+	}
+	k := 0
+	for k < len(o.recs) && o.recs[k].start <= lo-maxSegment {
+		k++
+	}
+	if len(o.recs)-k >= maxRecs {
+		k += maxRecs / 4
+		o.overflowed, o.overflowTop = true, o.recs[k-1].start
+	}
+	if k > 0 {
+		n := copy(o.recs, o.recs[k:])
 		o.recs = o.recs[:n]
-		o.recsDropped = true
 	}
 	o.recs = append(o.recs, r)
 }

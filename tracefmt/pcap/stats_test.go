@@ -163,7 +163,23 @@ func TestOrderUnits(t *testing.T) {
 	for i := range uint32(10000) {
 		b.observe(i*20+10, 10, int64(i))
 	}
-	if len(b.holes) > maxHoles || len(b.recs) > maxRecs || b.reordered != maxHoles || b.retrans != 10000-1-maxHoles || b.beyond == 0 {
+	if len(b.holes) > maxHoles || len(b.recs) > maxRecs || !b.overflowed || b.reordered != maxHoles || b.retrans != 10000-1-maxHoles || b.beyond != 0 {
 		t.Errorf("holes %d recs %d reordered %d retrans %d beyond %d", len(b.holes), len(b.recs), b.reordered, b.retrans, b.beyond)
+	}
+	// a gap open for longer than the records kept: its filler is
+	// reordered beyond the window, with no extent
+	var c tcpOrder
+	c.observe(0, 10, 0)
+	for i := range uint32(2 * maxRecs) {
+		c.observe(20+i*1000, 1000, int64(i))
+	}
+	c.observe(10, 10, 1<<20)
+	if c.reordered != 1 || c.beyond != 1 || c.extent.n != 0 || len(c.recs) > maxRecs {
+		t.Errorf("reordered %d beyond %d extents %d records %d", c.reordered, c.beyond, c.extent.n, len(c.recs))
+	}
+	// once the gap is filled, records below NextExp-maxSegment go
+	c.observe(20+2*maxRecs*1000, 1000, 1<<21)
+	if len(c.recs) > maxSegment/1000+2 {
+		t.Errorf("%d records kept with no gap open", len(c.recs))
 	}
 }
