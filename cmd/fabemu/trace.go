@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -124,7 +125,19 @@ func captureStats(w io.Writer, args []string, jsonOut string) error {
 		return err
 	}
 	if jsonOut != "" {
-		return writeJSON(w, jsonOut, st)
+		// flows read "TCP a:1 > b:2": no HTML escaping of ">"
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(st); err != nil {
+			return err
+		}
+		if jsonOut == "-" {
+			_, err = w.Write(b.Bytes())
+			return err
+		}
+		return os.WriteFile(jsonOut, b.Bytes(), 0o644)
 	}
 	printCaptureStats(w, st)
 	return nil
