@@ -107,7 +107,7 @@ func (g *guard) fill(n int, what string) error {
 	g.buf = g.buf[:have+n]
 	m, err := io.ReadFull(g.r, g.buf[have:])
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return g.fail("truncated: %s needs %d bytes, the file ends after %d", what, n, m)
+		return g.fail("truncated: %s is %d bytes long, the file ends %d bytes into it", what, have+n, have+m)
 	}
 	if err != nil {
 		return g.fail("%s: %v", what, err)
@@ -127,7 +127,7 @@ func (g *guard) begin(n int, what string) error {
 	case m == 0 && err == io.EOF:
 		return io.EOF
 	case err == io.ErrUnexpectedEOF:
-		return g.fail("truncated: %s needs %d bytes, the file ends after %d", what, n, m)
+		return g.fail("truncated: %s is %d bytes long, the file ends %d bytes into it", what, n, m)
 	case err != nil:
 		return g.fail("%s: %v", what, err)
 	}
@@ -168,7 +168,7 @@ func (g *guard) loadRecord() error {
 	if err := checkLens(g, capLen, origLen); err != nil {
 		return err
 	}
-	if err := g.fill(int(capLen), fmt.Sprintf("a frame of %d captured bytes", capLen)); err != nil {
+	if err := g.fill(int(capLen), fmt.Sprintf("the record (%d captured bytes)", capLen)); err != nil {
 		return err
 	}
 	g.next = g.off + int64(len(g.buf))
@@ -200,7 +200,7 @@ func (g *guard) loadBlock() error {
 	g.started = true
 	typ := binary.LittleEndian.Uint32(g.buf) // the SHB type reads the same in both orders
 	if typ == ngSHB {
-		if err := g.fill(4, "a section header"); err != nil {
+		if err := g.fill(4, "the section header"); err != nil {
 			return err
 		}
 		switch {
@@ -235,17 +235,17 @@ func (g *guard) loadBlock() error {
 	}
 	switch {
 	case length < minLen:
-		return g.fail("block type %#x: total length %d is under its minimum %d", typ, length, minLen)
+		return g.fail("%s: total length %d is under its minimum %d", blockName(typ), length, minLen)
 	case length%4 != 0:
-		return g.fail("block type %#x: total length %d is not a multiple of 4", typ, length)
+		return g.fail("%s: total length %d is not a multiple of 4", blockName(typ), length)
 	case length > maxBlock:
-		return g.fail("block type %#x: total length %d is over the bound of %d bytes", typ, length, maxBlock)
+		return g.fail("%s: total length %d is over the bound of %d bytes", blockName(typ), length, maxBlock)
 	}
-	if err := g.fill(int(length)-len(g.buf), fmt.Sprintf("a block of %d bytes", length)); err != nil {
+	if err := g.fill(int(length)-len(g.buf), "the "+blockName(typ)); err != nil {
 		return err
 	}
 	if end := g.order.Uint32(g.buf[length-4:]); end != length {
-		return g.fail("block type %#x: total length %d at its start but %d at its end", typ, length, end)
+		return g.fail("%s: total length %d at its start but %d at its end", blockName(typ), length, end)
 	}
 	b := g.buf
 	switch typ {
@@ -274,4 +274,27 @@ func (g *guard) loadBlock() error {
 	}
 	g.next = g.off + int64(length)
 	return nil
+}
+
+// blockName names a pcapng block type for error messages.
+func blockName(typ uint32) string {
+	switch typ {
+	case ngSHB:
+		return "section header block"
+	case ngIDB:
+		return "interface description block"
+	case ngPB:
+		return "packet block"
+	case ngSPB:
+		return "simple packet block"
+	case 4:
+		return "name resolution block"
+	case 5:
+		return "interface statistics block"
+	case ngEPB:
+		return "enhanced packet block"
+	case 10:
+		return "decryption secrets block"
+	}
+	return fmt.Sprintf("block of type %#x", typ)
 }
