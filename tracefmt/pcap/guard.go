@@ -96,8 +96,24 @@ func (g *guard) fail(format string, a ...any) error {
 	return &tracefmt.ParseError{File: g.name, Record: int(rec), Offset: off, Msg: fmt.Sprintf(format, a...)}
 }
 
-// fill reads n more bytes onto g.buf; a short read is a truncated file.
-func (g *guard) fill(n int, what string) error {
+// unit names the current record or block for an error message.
+func (g *guard) unit() string {
+	if !g.ng {
+		if g.packet && len(g.buf) >= 16 {
+			return fmt.Sprintf("the record (%d captured bytes)", g.order.Uint32(g.buf[8:12]))
+		}
+		return "the file header"
+	}
+	typ := binary.LittleEndian.Uint32(g.buf)
+	if typ != ngSHB && g.order != nil {
+		typ = g.order.Uint32(g.buf)
+	}
+	return "the " + blockName(typ)
+}
+
+// fill reads n more bytes of the current unit onto g.buf; a short read is
+// a truncated file.
+func (g *guard) fill(n int) error {
 	have := len(g.buf)
 	if cap(g.buf) < have+n {
 		nb := make([]byte, have, have+n)
@@ -107,10 +123,10 @@ func (g *guard) fill(n int, what string) error {
 	g.buf = g.buf[:have+n]
 	m, err := io.ReadFull(g.r, g.buf[have:])
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return g.fail("truncated: %s is %d bytes long, the file ends %d bytes into it", what, have+n, have+m)
+		return g.fail("truncated: %s is %d bytes long, the file ends %d bytes into it", g.unit(), have+n, have+m)
 	}
 	if err != nil {
-		return g.fail("%s: %v", what, err)
+		return g.fail("%s: %v", g.unit(), err)
 	}
 	return nil
 }
@@ -168,7 +184,7 @@ func (g *guard) loadRecord() error {
 	if err := checkLens(g, capLen, origLen); err != nil {
 		return err
 	}
-	if err := g.fill(int(capLen), fmt.Sprintf("the record (%d captured bytes)", capLen)); err != nil {
+	if err := g.fill(int(capLen)); err != nil {
 		return err
 	}
 	g.next = g.off + int64(len(g.buf))
@@ -200,7 +216,7 @@ func (g *guard) loadBlock() error {
 	g.started = true
 	typ := binary.LittleEndian.Uint32(g.buf) // the SHB type reads the same in both orders
 	if typ == ngSHB {
-		if err := g.fill(4, "the section header"); err != nil {
+		if err := g.fill(4); err != nil {
 			return err
 		}
 		switch {
@@ -241,7 +257,7 @@ func (g *guard) loadBlock() error {
 	case length > maxBlock:
 		return g.fail("%s: total length %d is over the bound of %d bytes", blockName(typ), length, maxBlock)
 	}
-	if err := g.fill(int(length)-len(g.buf), "the "+blockName(typ)); err != nil {
+	if err := g.fill(int(length) - len(g.buf)); err != nil {
 		return err
 	}
 	if end := g.order.Uint32(g.buf[length-4:]); end != length {

@@ -361,3 +361,32 @@ func TestErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestNoAllocPerPacket: reading and decoding allocate nothing per packet
+// once the buffers have grown (the design's streaming promise).
+func TestNoAllocPerPacket(t *testing.T) {
+	s := seg{sport: 1, dport: 2, seq: 3, payload: 100}
+	var frames []frame
+	for i := range 2000 {
+		frames = append(frames, frame{ts: uint64(i), data: ethFrame(t, s, 0)})
+	}
+	for name, data := range map[string][]byte{
+		"pcap":   pcapFile(binary.LittleEndian, true, 65535, layers.LinkTypeEthernet, frames),
+		"pcapng": pcapngFile(binary.BigEndian, []ngIface{{link: layers.LinkTypeEthernet, tsresol: 9}}, frames),
+	} {
+		r, err := NewReader(bytes.NewReader(data), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 10 {
+			r.Next()
+		}
+		if a := testing.AllocsPerRun(1000, func() {
+			if _, err := r.Next(); err != nil {
+				t.Fatal(err)
+			}
+		}); a != 0 {
+			t.Errorf("%s: %.2f allocations per packet", name, a)
+		}
+	}
+}
