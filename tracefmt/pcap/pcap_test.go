@@ -390,3 +390,23 @@ func TestNoAllocPerPacket(t *testing.T) {
 		}
 	}
 }
+
+// TestPcapngSections: a second section, in the other byte order, brings
+// its own interfaces; record numbers run on across sections.
+func TestPcapngSections(t *testing.T) {
+	s := seg{sport: 1, dport: 2, seq: 3, payload: 4}
+	first := pcapngFile(binary.LittleEndian, []ngIface{{link: layers.LinkTypeEthernet}}, []frame{{data: ethFrame(t, s, 0)}})
+	second := pcapngFile(binary.BigEndian, []ngIface{{link: layers.LinkTypeLinuxSLL, tsresol: 3}, {link: layers.LinkTypeRaw, tsresol: 9}},
+		[]frame{{iface: 1, ts: 7, data: ipPacket(t, s)}, {iface: 0, ts: 2, data: sllFrame(t, s)}})
+	got, r, err := readAll(t, "s.pcapng", append(first, second...))
+	if err != nil || len(got) != 3 {
+		t.Fatalf("%v, %d packets", err, len(got))
+	}
+	if got[0].LinkType != layers.LinkTypeEthernet || got[1].LinkType != layers.LinkTypeRaw || got[2].LinkType != layers.LinkTypeLinuxSLL ||
+		got[1].Time != time.Unix(0, 7).UTC() || got[2].Time != time.Unix(0, 2e6).UTC() || got[2].Record != 3 || got[2].Interface != 0 {
+		t.Errorf("packets %+v", got)
+	}
+	if in := r.Interfaces(); len(in) != 2 || in[0].LinkType != layers.LinkTypeLinuxSLL {
+		t.Errorf("interfaces %+v", in)
+	}
+}
