@@ -136,8 +136,14 @@ func NewReader(r io.Reader, name string, f Format, opts Options) (Reader, error)
 	if f == Auto || f == "" {
 		f = sniff(peek(br))
 		if f == "" {
-			return nil, &ParseError{File: name, Msg: ErrUnknownFormat.Error() + " (use --format; known: srt, msr, spc, blkparse, fio, disksim, csv)"}
+			return nil, &ParseError{File: name, Msg: ErrUnknownFormat.Error() + " (use --format; known: srt, msr, spc, blkparse, fio, disksim, csv, pcap, pcapng)"}
 		}
+	}
+	if IsCapture(f) {
+		for _, c := range closers {
+			c.Close()
+		}
+		return nil, &captureError{file: name, format: f}
 	}
 	var d decoder
 	switch f {
@@ -165,6 +171,43 @@ func NewReader(r io.Reader, name string, f Format, opts Options) (Reader, error)
 		return nil, err
 	}
 	return &reader{dec: d, format: f, name: name, opts: opts, closers: closers}, nil
+}
+
+// captureError is NewReader's refusal of a packet capture.
+type captureError struct {
+	file   string
+	format Format
+}
+
+func (e *captureError) Error() string {
+	return fmt.Sprintf("%s: %s (%s)", e.file, ErrCapture, e.format)
+}
+
+func (e *captureError) Unwrap() error { return ErrCapture }
+
+// Decompress returns r's content, buffered and, when it starts with the
+// gzip or bzip2 magic, decompressed; name is used in error messages. The
+// Closer releases the decompressor (not r). Readers of other packages (the
+// packet captures of tracefmt/pcap) use it to accept what Open accepts.
+func Decompress(r io.Reader, name string) (*bufio.Reader, io.Closer, error) {
+	var closers []io.Closer
+	br, err := decompress(r, name, &closers)
+	if err != nil {
+		return nil, nil, err
+	}
+	return br, closeAll(closers), nil
+}
+
+type closeAll []io.Closer
+
+func (c closeAll) Close() error {
+	var first error
+	for i := len(c) - 1; i >= 0; i-- {
+		if err := c[i].Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // decompress wraps r in a buffered reader, decompressing gzip or bzip2.
@@ -197,6 +240,15 @@ func Sniff(head []byte) Format { return sniff(head) }
 func sniff(head []byte) Format {
 	if bytes.HasPrefix(head, []byte("$$TR_IOREC")) {
 		return SRT
+	}
+	if len(head) >= 4 {
+		switch string(head[:4]) {
+		// pcap: microsecond and nanosecond magic, either byte order
+		case "\xa1\xb2\xc3\xd4", "\xd4\xc3\xb2\xa1", "\xa1\xb2\x3c\x4d", "\x4d\x3c\xb2\xa1":
+			return Pcap
+		case "\x0a\x0d\x0d\x0a": // pcapng Section Header Block, a palindrome
+			return Pcapng
+		}
 	}
 	if bytes.HasPrefix(head, []byte("fio version ")) {
 		return Fio

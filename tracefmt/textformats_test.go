@@ -1,6 +1,8 @@
 package tracefmt
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
 	"strings"
 	"testing"
@@ -223,13 +225,49 @@ func TestSniff(t *testing.T) {
 }
 
 func TestParseFormat(t *testing.T) {
-	for _, f := range append(Formats(), Auto) {
+	for _, f := range append(append(Formats(), CaptureFormats()...), Auto) {
 		if g, err := ParseFormat(string(f)); err != nil || g != f {
 			t.Errorf("ParseFormat(%s) = %s, %v", f, g, err)
 		}
 	}
-	if _, err := ParseFormat("pcap"); err == nil {
-		t.Error("pcap accepted")
+	if _, err := ParseFormat("erf"); err == nil {
+		t.Error("erf accepted")
+	}
+}
+
+// TestCaptureRefused: a capture is sniffed (also inside gzip) and refused
+// with ErrCapture by the block-trace reader, naming the file.
+func TestCaptureRefused(t *testing.T) {
+	le := []byte{0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0}
+	ng := []byte{0x0a, 0x0d, 0x0d, 0x0a, 28, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(le)
+	zw.Close()
+	for _, c := range []struct {
+		in   []byte
+		want Format
+	}{
+		{le, Pcap},
+		{[]byte{0xa1, 0xb2, 0xc3, 0xd4}, Pcap},
+		{[]byte{0xa1, 0xb2, 0x3c, 0x4d}, Pcap},
+		{[]byte{0x4d, 0x3c, 0xb2, 0xa1}, Pcap},
+		{ng, Pcapng},
+		{gz.Bytes(), Pcap},
+	} {
+		br, cl, err := Decompress(bytes.NewReader(c.in), "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, _ := br.Peek(4)
+		if g := Sniff(head); g != c.want {
+			t.Errorf("sniff % x = %q, want %q", c.in[:4], g, c.want)
+		}
+		cl.Close()
+		_, err = NewReader(bytes.NewReader(c.in), "c.pcap", Auto, Options{})
+		if !errors.Is(err, ErrCapture) || !strings.HasPrefix(err.Error(), "c.pcap: ") {
+			t.Errorf("NewReader on a capture: %v", err)
+		}
 	}
 }
 

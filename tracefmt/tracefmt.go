@@ -5,8 +5,10 @@
 // checking; and trace statistics. Every reader yields the same Record, one
 // at a time, so a multi-gigabyte trace never sits in memory.
 //
-// Synthetic block traces live in tracefmt/blockgen and the embedded sample
-// trace in tracefmt/sample.
+// Packet captures (pcap, pcapng) are recognised by the same sniffing, but
+// read by tracefmt/pcap, since packets are not block requests. Synthetic
+// block traces live in tracefmt/blockgen and the embedded sample trace in
+// tracefmt/sample.
 package tracefmt
 
 import (
@@ -100,6 +102,13 @@ const (
 	DiskSim Format = "disksim"
 	// CSV is fabemu's own lossless CSV form (see docs/traces.md).
 	CSV Format = "csv"
+	// Pcap is a libpcap packet capture (micro- or nanosecond magic, either
+	// byte order) and Pcapng its successor. They are sniffed and named
+	// here so that one --format list covers every input, but a capture
+	// holds packets, not block requests: NewReader refuses them with an
+	// error wrapping ErrCapture, and tracefmt/pcap reads them.
+	Pcap   Format = "pcap"
+	Pcapng Format = "pcapng"
 	// Auto asks Open and NewReader to sniff the format from the content.
 	Auto Format = "auto"
 )
@@ -108,6 +117,15 @@ const (
 func Formats() []Format {
 	return []Format{SRT, MSR, SPC, Blkparse, Fio, DiskSim, CSV}
 }
+
+// CaptureFormats lists the packet-capture formats that sniffing recognises
+// and tracefmt/pcap reads.
+func CaptureFormats() []Format {
+	return []Format{Pcap, Pcapng}
+}
+
+// IsCapture reports whether f is a packet-capture format.
+func IsCapture(f Format) bool { return f == Pcap || f == Pcapng }
 
 // WriterFormats lists the formats tracefmt can write.
 func WriterFormats() []Format {
@@ -123,12 +141,12 @@ func ParseFormat(s string) (Format, error) {
 	if f == Auto {
 		return f, nil
 	}
-	for _, g := range Formats() {
+	for _, g := range append(Formats(), CaptureFormats()...) {
 		if f == g {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("unknown trace format %q (want one of srt, msr, spc, blkparse, fio, disksim, csv, auto)", s)
+	return "", fmt.Errorf("unknown trace format %q (want one of srt, msr, spc, blkparse, fio, disksim, csv, pcap, pcapng, auto)", s)
 }
 
 // Options tune reading. The zero value is the default.
@@ -214,3 +232,8 @@ func (e *ParseError) Error() string {
 
 // ErrUnknownFormat is wrapped by the error of Auto when sniffing fails.
 var ErrUnknownFormat = errors.New("cannot tell the trace format")
+
+// ErrCapture is wrapped by the error NewReader and Open return for a packet
+// capture (pcap, pcapng): it is not a block-I/O trace, and tracefmt/pcap
+// reads it.
+var ErrCapture = errors.New("a packet capture, not a block-I/O trace")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/fabemu/fabemu/tracefmt"
 	"github.com/fabemu/fabemu/tracefmt/blockgen"
+	"github.com/fabemu/fabemu/tracefmt/pcap"
 	"github.com/fabemu/fabemu/tracefmt/sample"
 )
 
@@ -28,7 +30,8 @@ func newTraceCmd() *cobra.Command {
 		Short: "Inspect, convert and generate block-I/O traces",
 		Long: "Inspect, convert and generate block-I/O traces.\n\nFormats: srt (HP cello), msr (SNIA MSR Cambridge), " +
 			"spc, blkparse, fio (iolog v2/v3), disksim (ASCII), csv (fabemu's own). Compressed .gz/.bz2 input is " +
-			"read transparently; a directory or several SRT files are merged in time order.",
+			"read transparently; a directory or several SRT files are merged in time order. " +
+			"stats also summarises packet captures (pcap, pcapng).",
 	}
 	cmd.AddCommand(newTraceStatsCmd(), newTraceConvertCmd(), newTraceGenCmd())
 	return cmd
@@ -43,7 +46,7 @@ type readFlags struct {
 }
 
 func (f *readFlags) add(cmd *cobra.Command, formatFlag string) {
-	cmd.Flags().StringVar(&f.format, formatFlag, "auto", "input format: auto, srt, msr, spc, blkparse, fio, disksim, csv")
+	cmd.Flags().StringVar(&f.format, formatFlag, "auto", "input format: auto, srt, msr, spc, blkparse, fio, disksim, csv (stats: also pcap, pcapng)")
 	cmd.Flags().StringVar(&f.blkAction, "blkparse-action", "Q", "blkparse event that becomes a request: Q (queued) or D (issued)")
 	cmd.Flags().Int64Var(&f.spcBlock, "spc-block", 512, "bytes per SPC LBA")
 	cmd.Flags().IntVar(&f.sortWindow, "sort-window", 0, "sort arrivals within a window of this many records (0: keep file order)")
@@ -68,6 +71,8 @@ func newTraceStatsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats FILE|DIR [FILE...] | --sample",
 		Short: "Summarise a trace: records, duration, rate, read fraction, sizes, devices, burstiness",
+		Long: "Summarise a block-I/O trace, or a packet capture (pcap, pcapng): packets, bytes on the wire and " +
+			"captured, truncated frames, rates, flows and the TCP retransmissions and reordering (RFC 4737) in it.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var r tracefmt.Reader
 			var err error
@@ -79,6 +84,9 @@ func newTraceStatsCmd() *cobra.Command {
 				return errors.New("give trace files or --sample, not both or neither")
 			default:
 				r, err = rf.open(args)
+				if errors.Is(err, tracefmt.ErrCapture) {
+					return captureStats(cmd.OutOrStdout(), args, jsonOut)
+				}
 			}
 			if err != nil {
 				return err
@@ -100,6 +108,82 @@ func newTraceStatsCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&useSample, "sample", false, "summarise the embedded sample trace")
 	cmd.Flags().StringVar(&jsonOut, "json", "", "write the summary as JSON to this file (- for stdout) instead of the table")
 	return cmd
+}
+
+// captureStats summarises one packet capture (see tracefmt/pcap).
+func captureStats(w io.Writer, args []string, jsonOut string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("%s is a packet capture: give one capture at a time", args[0])
+	}
+	r, err := pcap.Open(args[0])
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	st, err := pcap.Summarize(r)
+	if err != nil {
+		return err
+	}
+	if jsonOut != "" {
+		// flows read "TCP a:1 > b:2": no HTML escaping of ">"
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(st); err != nil {
+			return err
+		}
+		if jsonOut == "-" {
+			_, err = w.Write(b.Bytes())
+			return err
+		}
+		return os.WriteFile(jsonOut, b.Bytes(), 0o644)
+	}
+	printCaptureStats(w, st)
+	return nil
+}
+
+func printCaptureStats(w io.Writer, st *pcap.Stats) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
+	p("file", "%s", st.File)
+	p("format", "%s", st.Format)
+	p("records", "%d packets", st.Records)
+	p("bytes", "%d on the wire, %d captured", st.TotalBytes, st.CapturedBytes)
+	p("truncated", "%d frames cut by the snap length", st.Truncated)
+	p("first packet", "%s", st.FirstTime)
+	p("duration", "%.6f s", st.DurationS)
+	p("rate", "%.1f packets/s, %.3f Mbit/s", st.PacketRate, st.BitRate/1e6)
+	if st.TimeBacksteps > 0 {
+		p("time backsteps", "%d packets earlier than one before them", st.TimeBacksteps)
+	}
+	pc := st.Protocols
+	p("protocols", "IPv4 %d, IPv6 %d, non-IP %d; TCP %d, UDP %d, ICMP %d, other %d; fragments %d, undecoded %d",
+		pc.IPv4, pc.IPv6, pc.NonIP, pc.TCP, pc.UDP, pc.ICMP, pc.OtherIP, pc.Fragments, pc.Undecoded)
+	p("flows", "%d one-way (%d packets beyond the flow table)", st.Flows, st.UntrackedPackets)
+	t := st.TCP
+	p("TCP", "%d flows, %d data segments, %d retransmitted, %d reordered (ratio %.4f, max extent %d, %d 3-reordered) in %d flows",
+		t.Flows, t.DataSegments, t.Retransmissions, t.Reordered, t.ReorderedRatio, t.ExtentMax, t.ThreeReordered, t.FlowsReordered)
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "interface\tname\tlink type\tresolution\tsnaplen\tpackets\tbytes\t")
+	for _, in := range st.Interfaces {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%g s\t%d\t%d\t%d\t\n", in.ID, in.Name, in.LinkType, in.ResolutionS, in.Snaplen, in.Packets, in.Bytes)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "top flows by bytes\tpackets\tbytes\tdata segs\tretrans\treordered\tmax extent\tmax late\tmax byte offset\t")
+	for _, f := range st.TopFlows {
+		if o := f.TCP; o != nil {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t%d\t\n", f.Flow, f.Packets, f.Bytes, o.DataSegments, o.Retransmissions,
+				o.Reordered, o.Extent.Max, time.Duration(o.LateTime.Max), o.ByteOffset.Max)
+		} else {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t\t\t\t\t\t\t\n", f.Flow, f.Packets, f.Bytes)
+		}
+	}
+	tw.Flush()
 }
 
 func writeJSON(stdout io.Writer, path string, v any) error {
