@@ -22,10 +22,10 @@ func TestParseAllocator(t *testing.T) {
 		{"islip( 2 )", "islip", 2, ""},
 		{"islip(0)", "", 0, "want 1 to 16"},
 		{"islip(17)", "", 0, "want 1 to 16"},
-		{"islip(x)", "", 0, "want islip or islip(N)"},
-		{"islip(3", "", 0, "want islip or islip(N)"},
+		{"islip(x)", "", 0, "want islip[(N)]"},
+		{"islip(3", "", 0, "want islip[(N)]"},
 		{"rr(2)", "", 0, "takes no parameter"},
-		{"pim", "", 0, `unknown allocator "pim"; known: rr; islip`},
+		{"pim", "", 0, `unknown allocator "pim"; known: rr; islip[(N)]`},
 		{"", "", 0, "unknown allocator"},
 	} {
 		s, err := parseAllocator(tc.spec)

@@ -197,9 +197,11 @@ func TestPSNWraparound(t *testing.T) {
 	runOK(t, c)
 }
 
-// TestDeliveryDeterminism: the same config and seed give the same summary.
+// TestDeliveryDeterminism: for every injection policy of the table, the
+// run holds its invariants and the same config and seed give the same
+// summary.
 func TestDeliveryDeterminism(t *testing.T) {
-	for _, pol := range []injection.Kind{injection.LI, injection.LW, injection.Unlimited} {
+	for _, pol := range injection.Kinds() {
 		c := withDelivery(deliveryNet(t, "irregular8"), nic.DeliveryAdaptiveInOrder, "static:2KiB", pol)
 		a := marshalModel(t, runOK(t, c))
 		b := marshalModel(t, runOK(t, c))

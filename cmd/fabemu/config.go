@@ -3,8 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/fabemu/fabemu/experiment"
+	"github.com/fabemu/fabemu/fabric"
+	"github.com/fabemu/fabemu/fabric/route"
+	"github.com/fabemu/fabemu/injection"
 	"github.com/fabemu/fabemu/internal/params"
 	"github.com/fabemu/fabemu/model"
 	"github.com/spf13/cobra"
@@ -55,7 +59,10 @@ so).`,
 func explain(w io.Writer, preset string, cfg model.SimConfig, markdown bool) error {
 	ps := params.Explain(&cfg)
 	if !markdown {
-		return params.WriteExplain(w, ps)
+		if err := params.WriteExplain(w, ps); err != nil {
+			return err
+		}
+		return writeMechanisms(w, false)
 	}
 	fmt.Fprintf(w, `# Parameters
 
@@ -70,7 +77,61 @@ paper, 000 RECN, 001 and 002 the torus injection-control papers, 003
 RECN-IQ).
 
 `, "`"+preset+"`")
-	return params.WriteMarkdown(w, ps)
+	if err := params.WriteMarkdown(w, ps); err != nil {
+		return err
+	}
+	return writeMechanisms(w, true)
+}
+
+// mechanism is one named entry of a model table: what a configuration
+// key may name.
+type mechanism struct{ name, source, description string }
+
+// writeMechanisms lists the values the table-driven keys accept, from the
+// tables themselves (switch architectures, allocators, escape functions,
+// injection policies), so the list cannot drift from the code.
+func writeMechanisms(w io.Writer, markdown bool) error {
+	var archs, allocs, escapes, policies []mechanism
+	for _, a := range fabric.Architectures() {
+		archs = append(archs, mechanism{a.Name, a.Source, a.Description})
+	}
+	for _, a := range fabric.Allocators() {
+		allocs = append(allocs, mechanism{a.Syntax, a.Source, a.Description})
+	}
+	for _, e := range route.Escapes() {
+		escapes = append(escapes, mechanism{e.Name, e.Source, e.Description})
+	}
+	for _, p := range injection.Policies() {
+		policies = append(policies, mechanism{string(p.Kind), p.Source, p.Description})
+	}
+	sections := []struct {
+		key string
+		ms  []mechanism
+	}{
+		{"fabric.switch", archs}, {"fabric.allocator", allocs},
+		{"routing.escape", escapes}, {"nic.delivery.injection.policy", policies},
+	}
+	var b strings.Builder
+	if markdown {
+		b.WriteString("\n## Mechanisms\n\nThe values the table-driven keys accept, from the tables in the code.\n")
+	} else {
+		b.WriteString("\nMechanisms (the values the table-driven keys accept)\n")
+	}
+	for _, s := range sections {
+		if markdown {
+			fmt.Fprintf(&b, "\n### `%s`\n\n| value | source | what it is |\n| --- | --- | --- |\n", s.key)
+			for _, m := range s.ms {
+				fmt.Fprintf(&b, "| `%s` | %s | %s |\n", m.name, m.source, m.description)
+			}
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s\n", s.key)
+		for _, m := range s.ms {
+			fmt.Fprintf(&b, "  %-12s %s (%s)\n", m.name, m.description, m.source)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func newConfigDumpCmd() *cobra.Command {
