@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fabemu/fabemu/internal/outfile"
 	"github.com/fabemu/fabemu/tracefmt"
 	"github.com/fabemu/fabemu/tracefmt/blockgen"
 	"github.com/fabemu/fabemu/tracefmt/sample"
@@ -78,6 +78,9 @@ func newTraceStatsCmd() *cobra.Command {
 			case useSample || len(args) == 0:
 				return errors.New("give trace files or --sample, not both or neither")
 			default:
+				if err := checkOutputs(args, output{"--json", jsonOut}); err != nil {
+					return err
+				}
 				r, err = rf.open(args)
 			}
 			if err != nil {
@@ -108,11 +111,10 @@ func writeJSON(stdout io.Writer, path string, v any) error {
 		return err
 	}
 	b = append(b, '\n')
-	if path == "-" {
-		_, err = stdout.Write(b)
+	return outfile.Write(path, stdout, func(w io.Writer) error {
+		_, err := w.Write(b)
 		return err
-	}
-	return os.WriteFile(path, b, 0o644)
+	})
 }
 
 func printStats(w io.Writer, st *tracefmt.Stats, r tracefmt.Reader) {
@@ -169,6 +171,9 @@ func newTraceConvertCmd() *cobra.Command {
 			if to == "" {
 				return errors.New("--to FORMAT is required (csv, disksim, srt, spc, fio)")
 			}
+			if err := checkOutputs(args[:1], output{"output", args[1]}); err != nil {
+				return err
+			}
 			r, err := rf.open(args[:1])
 			if err != nil {
 				return err
@@ -179,10 +184,11 @@ func newTraceConvertCmd() *cobra.Command {
 				return err
 			}
 			n, err := copyTrace(w, r)
-			if cerr := w.Close(); err == nil {
-				err = cerr
-			}
 			if err != nil {
+				w.Abort() // keep a previous file at the path
+				return err
+			}
+			if err := w.Close(); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d records to %s (%s)\n", n, args[1], to)
@@ -262,6 +268,9 @@ func newTraceGenCmd() *cobra.Command {
 			}
 			if records <= 0 {
 				return fmt.Errorf("--records must be positive")
+			}
+			if err := checkOutputs(nil, output{"output", args[0]}); err != nil {
+				return err
 			}
 			format := tracefmt.Format(to)
 			if to == "" {
