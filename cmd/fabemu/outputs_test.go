@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -161,5 +163,23 @@ func TestFailedConvertKeepsPreviousFile(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, ".*")); len(m) != 0 {
 		t.Errorf("temporary files left: %v", m)
+	}
+}
+
+// TestStdoutFull: the table on standard output is an output too; a
+// failed write to it is an error and a non-zero exit.
+func TestStdoutFull(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full on this system")
+	}
+	defer full.Close()
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "trace", "stats", "--sample")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = full, &stderr
+	err = cmd.Run()
+	if want := "fabemu: write /dev/stdout: no space left on device\n"; err == nil || stderr.String() != want {
+		t.Fatalf("exit %v, stderr %q; want a failure saying %q", err, stderr.String(), want)
 	}
 }
