@@ -9,8 +9,10 @@ build:
 test:
 	$(GO) test ./...
 
+# Every package that starts goroutines or uses sync (found by the script),
+# with the tests' short windows as CI runs it.
 race:
-	$(GO) test -race ./nic/tap/... ./internal/...
+	$(GO) test -race -short $$(.ci/race-packages)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./fabric/... ./nic/... ./reorder/... ./tracefmt/...
