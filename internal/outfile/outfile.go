@@ -41,8 +41,7 @@ type File struct {
 	target string // where a temporary file is renamed to (symlinks resolved)
 	f      *os.File
 	w      *bufio.Writer
-	tmp    bool      // f is a temporary file to rename over target
-	std    io.Writer // standard output or error, written through w
+	tmp    bool // f is a temporary file to rename over target
 	err    error
 	done   bool
 }
@@ -58,9 +57,9 @@ func Create(path string, stdout io.Writer) (*File, error) {
 		if stdout == nil {
 			stdout = os.Stdout
 		}
-		return &File{path: path, std: stdout, w: bufio.NewWriterSize(stdout, 64<<10)}, nil
+		return &File{path: path, w: bufio.NewWriterSize(stdout, 64<<10)}, nil
 	case "/dev/stderr":
-		return &File{path: path, std: os.Stderr, w: bufio.NewWriterSize(os.Stderr, 64<<10)}, nil
+		return &File{path: path, w: bufio.NewWriterSize(os.Stderr, 64<<10)}, nil
 	}
 	st, err := os.Stat(path)
 	switch {
@@ -93,9 +92,6 @@ func Create(path string, stdout io.Writer) (*File, error) {
 	}
 	return &File{path: path, target: target, f: f, w: bufio.NewWriterSize(f, 64<<10), tmp: true}, nil
 }
-
-// Path is the target as the caller named it.
-func (o *File) Path() string { return o.path }
 
 // Write buffers p. An error names the target path and is returned by every
 // later Write and by Commit.
