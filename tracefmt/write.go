@@ -11,40 +11,49 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fabemu/fabemu/internal/outfile"
 )
 
 // Writer writes records in one format.
 type Writer interface {
 	// Write appends one record.
 	Write(Record) error
-	// Close flushes buffered output and closes what Create opened.
+	// Close flushes buffered output. For a writer from Create it then
+	// makes the file appear, unless a Write failed: then the file is
+	// discarded as by Abort and Close returns the first error.
 	Close() error
+	// Abort discards a file from Create (a previous file at the path is
+	// left untouched), for when the records could not all be produced.
+	// After Close it does nothing.
+	Abort()
 }
 
 // Create creates a trace file in format f (one of WriterFormats). A path
-// ending in ".gz" is gzip-compressed.
+// ending in ".gz" is gzip-compressed. The file is written as package
+// outfile writes every output: to a temporary file renamed over path by a
+// successful Close, so a failed conversion never leaves a truncated trace
+// in place of a previous one; "-" is standard output.
 func Create(path string, f Format) (Writer, error) {
 	if strings.HasSuffix(path, ".bz2") {
 		return nil, fmt.Errorf("%s: cannot write bzip2 (write .gz or uncompressed)", path)
 	}
-	fh, err := os.Create(path)
+	if _, err := NewWriter(io.Discard, f); err != nil {
+		return nil, err
+	}
+	out, err := outfile.Create(path, os.Stdout)
 	if err != nil {
 		return nil, err
 	}
-	var w io.Writer = fh
-	closers := []io.Closer{fh}
+	var w io.Writer = out
+	var zw *gzip.Writer
 	if strings.HasSuffix(path, ".gz") {
-		zw := gzip.NewWriter(fh)
+		zw = gzip.NewWriter(out)
 		w = zw
-		closers = []io.Closer{zw, fh}
 	}
-	tw, err := NewWriter(w, f)
-	if err != nil {
-		fh.Close()
-		os.Remove(path)
-		return nil, err
-	}
-	tw.(*writer).closers = closers
+	tw, _ := NewWriter(w, f)
+	tw.(*writer).out = out
+	tw.(*writer).zw = zw
 	return tw, nil
 }
 
@@ -83,18 +92,32 @@ func NewWriter(w io.Writer, f Format) (Writer, error) {
 }
 
 type writer struct {
-	bw      *bufio.Writer
-	format  Format
-	closers []io.Closer
-	buf     []byte
-	srt     [srtShortV4]byte
-	seen    map[uint32]bool // fio: files added
-	order   []uint32
-	last    time.Duration
-	n       int64
+	bw     *bufio.Writer
+	format Format
+	out    *outfile.File // set by Create
+	zw     *gzip.Writer  // set by Create for .gz
+	err    error         // first Write error
+	closed bool
+	buf    []byte
+	srt    [srtShortV4]byte
+	seen   map[uint32]bool // fio: files added
+	order  []uint32
+	last   time.Duration
+	n      int64
 }
 
 func (w *writer) Write(r Record) error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.write(r); err != nil {
+		w.err = err
+		return err
+	}
+	return nil
+}
+
+func (w *writer) write(r Record) error {
 	w.n++
 	if r.Arrival < 0 {
 		return fmt.Errorf("record %d: negative arrival %v", w.n, r.Arrival)
@@ -238,6 +261,14 @@ func (w *writer) putSRT(r Record) error {
 }
 
 func (w *writer) Close() error {
+	if w.closed {
+		return w.err
+	}
+	w.closed = true
+	if w.err != nil {
+		w.abort()
+		return w.err
+	}
 	if w.format == Fio {
 		us := int64(w.last / time.Microsecond)
 		for _, d := range w.order {
@@ -245,13 +276,34 @@ func (w *writer) Close() error {
 		}
 	}
 	err := w.bw.Flush()
-	for _, c := range w.closers {
-		if e := c.Close(); e != nil && err == nil {
+	if w.zw != nil {
+		if e := w.zw.Close(); e != nil && err == nil {
 			err = e
 		}
 	}
-	w.closers = nil
+	if w.out != nil {
+		if err != nil {
+			w.out.Abort()
+		} else {
+			err = w.out.Commit()
+		}
+	}
+	w.err = err
 	return err
+}
+
+func (w *writer) Abort() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	w.abort()
+}
+
+func (w *writer) abort() {
+	if w.out != nil {
+		w.out.Abort()
+	}
 }
 
 // appendFixed appends d in units with the given number of decimals

@@ -66,6 +66,9 @@ requirements. See docs/validation.md.`,
 			if err != nil {
 				return err
 			}
+			if err := checkOutputs([]string{args[0], e.Trace.File}, output{"--json", f.jsonPath}, output{"--plot", f.plot}); err != nil {
+				return err
+			}
 			tableOut := out
 			if f.jsonPath == "-" { // keep stdout pure JSON
 				tableOut = cmd.ErrOrStderr()

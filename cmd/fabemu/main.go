@@ -5,6 +5,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 
@@ -37,8 +38,31 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
-	if err := newRoot().Execute(); err != nil {
+	// Tables and messages go to standard output through a writer that
+	// keeps the first error, so "fabemu ... > /dev/full" fails too.
+	stdout := &checkedWriter{w: os.Stdout}
+	root := newRoot()
+	root.SetOut(stdout)
+	err := root.Execute()
+	if err == nil && stdout.err != nil {
+		err = stdout.err // names /dev/stdout
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "fabemu:", err)
 		os.Exit(1)
 	}
+}
+
+// checkedWriter passes writes on and remembers the first error.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
 }

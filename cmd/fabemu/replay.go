@@ -56,6 +56,10 @@ sample is replayed.`,
 			if err != nil {
 				return err
 			}
+			if err := checkOutputs([]string{cfg.Replay.Trace, f.config}, output{"--json", f.jsonPath},
+				output{"--timeseries", f.timeseries}, output{"--plot", f.plot}); err != nil {
+				return err
+			}
 			var prog *report.Progress
 			sum, err := replay.RunReplay(cfg, func(done, total uint64) {
 				if prog == nil {

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fabemu/fabemu/internal/outfile"
 	"github.com/fabemu/fabemu/internal/params"
 	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic/emu"
@@ -66,21 +67,29 @@ namespaces).`,
   fabemu run --config /etc/fabemu/run.yaml --log-format json
   fabemu run --demo 2 --preset tap-square-10g --delivery adaptive-inorder`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			cfg, err := f.resolve(cmd)
 			if err != nil {
 				return err
 			}
 			if f.cpuprofile != "" {
-				pf, err := os.Create(f.cpuprofile)
+				if err := checkOutputs([]string{f.config}, output{"--cpuprofile", f.cpuprofile}); err != nil {
+					return err
+				}
+				pf, err := outfile.Create(f.cpuprofile, cmd.OutOrStdout())
 				if err != nil {
 					return fmt.Errorf("--cpuprofile: %w", err)
 				}
 				if err := pprof.StartCPUProfile(pf); err != nil {
-					pf.Close()
+					pf.Abort()
 					return fmt.Errorf("--cpuprofile: %w", err)
 				}
-				defer func() { pprof.StopCPUProfile(); _ = pf.Close() }()
+				defer func() {
+					pprof.StopCPUProfile()
+					if perr := pf.Commit(); perr != nil && err == nil {
+						err = fmt.Errorf("--cpuprofile: %w", perr)
+					}
+				}()
 			}
 			return runDaemon(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, f.demo > 0)
 		},

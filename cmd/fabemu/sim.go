@@ -46,6 +46,10 @@ With --sweep-load FROM:TO:STEP it runs one simulation per offered load
 			if f.listPresets {
 				return listPresets(cmd.OutOrStdout())
 			}
+			if err := checkOutputs([]string{f.model.config}, output{"--json", f.jsonPath},
+				output{"--timeseries", f.timeseries}, output{"--plot", f.plot}); err != nil {
+				return err
+			}
 			cfg, res, err := f.model.resolveSim(cmd)
 			if err != nil {
 				return err

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fabemu/fabemu/internal/outfile"
 	"github.com/fabemu/fabemu/tracefmt"
 	"github.com/fabemu/fabemu/tracefmt/blockgen"
 	"github.com/fabemu/fabemu/tracefmt/pcap"
@@ -83,6 +83,9 @@ func newTraceStatsCmd() *cobra.Command {
 			case useSample || len(args) == 0:
 				return errors.New("give trace files or --sample, not both or neither")
 			default:
+				if err := checkOutputs(args, output{"--json", jsonOut}); err != nil {
+					return err
+				}
 				r, err = rf.open(args)
 				if errors.Is(err, tracefmt.ErrCapture) {
 					return captureStats(cmd.OutOrStdout(), args, jsonOut)
@@ -133,11 +136,10 @@ func captureStats(w io.Writer, args []string, jsonOut string) error {
 		if err := enc.Encode(st); err != nil {
 			return err
 		}
-		if jsonOut == "-" {
-			_, err = w.Write(b.Bytes())
+		return outfile.Write(jsonOut, w, func(out io.Writer) error {
+			_, err := out.Write(b.Bytes())
 			return err
-		}
-		return os.WriteFile(jsonOut, b.Bytes(), 0o644)
+		})
 	}
 	printCaptureStats(w, st)
 	return nil
@@ -192,11 +194,10 @@ func writeJSON(stdout io.Writer, path string, v any) error {
 		return err
 	}
 	b = append(b, '\n')
-	if path == "-" {
-		_, err = stdout.Write(b)
+	return outfile.Write(path, stdout, func(w io.Writer) error {
+		_, err := w.Write(b)
 		return err
-	}
-	return os.WriteFile(path, b, 0o644)
+	})
 }
 
 func printStats(w io.Writer, st *tracefmt.Stats, r tracefmt.Reader) {
@@ -253,6 +254,9 @@ func newTraceConvertCmd() *cobra.Command {
 			if to == "" {
 				return errors.New("--to FORMAT is required (csv, disksim, srt, spc, fio)")
 			}
+			if err := checkOutputs(args[:1], output{"output", args[1]}); err != nil {
+				return err
+			}
 			r, err := rf.open(args[:1])
 			if err != nil {
 				return err
@@ -263,10 +267,11 @@ func newTraceConvertCmd() *cobra.Command {
 				return err
 			}
 			n, err := copyTrace(w, r)
-			if cerr := w.Close(); err == nil {
-				err = cerr
-			}
 			if err != nil {
+				w.Abort() // keep a previous file at the path
+				return err
+			}
+			if err := w.Close(); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d records to %s (%s)\n", n, args[1], to)
@@ -346,6 +351,9 @@ func newTraceGenCmd() *cobra.Command {
 			}
 			if records <= 0 {
 				return fmt.Errorf("--records must be positive")
+			}
+			if err := checkOutputs(nil, output{"output", args[0]}); err != nil {
+				return err
 			}
 			format := tracefmt.Format(to)
 			if to == "" {

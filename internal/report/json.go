@@ -3,8 +3,10 @@ package report
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"iter"
 	"os"
 	"slices"
@@ -45,6 +47,9 @@ func writeJSONTo(path string, stdout io.Writer, v any) error {
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(v); err != nil {
+			if isWriteError(err) {
+				return err
+			}
 			return fmt.Errorf("report: write JSON to %s: %w", displayPath(path), err)
 		}
 		return nil
@@ -108,11 +113,21 @@ func writeJSONLinesTo[T any](path string, stdout io.Writer, records iter.Seq[T])
 		for r := range records {
 			n++
 			if err := enc.Encode(r); err != nil {
+				if isWriteError(err) {
+					return err
+				}
 				return fmt.Errorf("report: write JSON lines to %s: record %d: %w", displayPath(path), n, err)
 			}
 		}
 		return nil
 	})
+}
+
+// isWriteError reports an error of the output file itself, which already
+// names the path (as opposed to a value encoding/json refused).
+func isWriteError(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe)
 }
 
 // displayPath names path in error messages.

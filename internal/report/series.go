@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/fabemu/fabemu/internal/outfile"
 )
 
 // SeriesFormat is the on-disk format of a time series.
@@ -66,7 +68,7 @@ type SeriesWriter struct {
 	buf    []byte
 	cells  []string
 	err    error
-	file   *atomicFile // set by CreateSeries for real files
+	file   *outfile.File // set by CreateSeries
 	closed bool
 }
 
@@ -86,15 +88,12 @@ func NewSeriesWriter(w io.Writer, format SeriesFormat) *SeriesWriter {
 // renamed, as [WriteFile] does). Path "-" writes JSON lines to standard
 // output; use NewSeriesWriter(os.Stdout, SeriesCSV) for CSV there.
 func CreateSeries(path string) (*SeriesWriter, error) {
-	if path == Stdout {
-		return NewSeriesWriter(os.Stdout, SeriesJSONLines), nil
-	}
-	af, err := createAtomic(path)
+	of, err := outfile.Create(path, os.Stdout)
 	if err != nil {
 		return nil, err
 	}
-	s := NewSeriesWriter(af.w, SeriesFormatFor(path))
-	s.file = af
+	s := NewSeriesWriter(of, SeriesFormatFor(path))
+	s.file = of
 	return s, nil
 }
 
@@ -239,10 +238,10 @@ func (s *SeriesWriter) Close() error {
 		return err
 	}
 	if err != nil {
-		s.file.abort()
+		s.file.Abort()
 		return err
 	}
-	return s.fail(s.file.commit())
+	return s.fail(s.file.Commit())
 }
 
 // Abort discards a series from [CreateSeries]: the temporary file is
@@ -254,7 +253,7 @@ func (s *SeriesWriter) Abort() {
 	}
 	s.closed = true
 	if s.file != nil {
-		s.file.abort()
+		s.file.Abort()
 	}
 }
 
