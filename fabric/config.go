@@ -25,6 +25,9 @@ type Config struct {
 	Allocator       string        `yaml:"allocator" json:"allocator" doc:"crossbar allocator: rr (inputs and their lanes in round-robin order, first fit) or islip(N) (N request-grant-accept iterations, McKeown's iSLIP)"`
 	CrossbarSpeedup float64       `yaml:"crossbar_speedup" json:"crossbar_speedup" doc:"crossbar bandwidth per port as a multiple of the link's data rate"`
 	DeadlockTimeout des.Time      `yaml:"deadlock_timeout" json:"deadlock_timeout" unit:"time" doc:"stop with a report when no packet has moved for this long while packets are in the fabric"`
+	// RECN holds the parameters of the recn switch (arch_recn.go); other
+	// architectures ignore it.
+	RECN RECNConfig `yaml:"recn,omitempty" json:"recn,omitzero"`
 }
 
 // DefaultConfig is the IBA model of paper 004 §4.1: 1X links (2.5 Gb/s,
@@ -46,6 +49,7 @@ func DefaultConfig() Config {
 		Allocator:       "rr",
 		CrossbarSpeedup: 1,
 		DeadlockTimeout: 1 * des.Millisecond,
+		RECN:            DefaultRECNConfig(),
 	}
 }
 
@@ -129,6 +133,11 @@ func (c Config) Validate() error {
 	}
 	if c.DeadlockTimeout <= 0 {
 		return fmt.Errorf("fabric.deadlock_timeout %v: must be positive", c.DeadlockTimeout)
+	}
+	if arch.Name == "recn" {
+		if err := c.RECN.Validate(); err != nil {
+			return fmt.Errorf("fabric.recn.%w", err)
+		}
 	}
 	return nil
 }
