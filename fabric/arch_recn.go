@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/fabemu/fabemu/fabric/des"
@@ -783,4 +784,71 @@ func (a *recnArch) handle(kind int, ai int32, vl, rest int, ref any) {
 		return
 	}
 	a.cioqArch.handle(kind, ai, vl, rest, ref)
+}
+
+// check verifies the RECN bookkeeping against the queues (for tests): the
+// occupancy of every SAQ and normal output queue, the SAQs in use per
+// port, and the markers per SAQ.
+func (a *recnArch) check() []string {
+	if a.in == nil {
+		return nil
+	}
+	f := a.f
+	var bad []string
+	sum := func(q *fifo) (b int32) {
+		for p := q.head; p != nil; p = p.next {
+			b += p.blocks
+		}
+		return b
+	}
+	side := func(name string, port int, rp *recnPort, queue func(k int) *fifo) {
+		n, marks := 0, make([]int, len(rp.saqs))
+		for _, m := range rp.markers {
+			marks[m.target]++
+		}
+		for k := range rp.saqs {
+			s := &rp.saqs[k]
+			q := queue(k)
+			if !s.active {
+				if q.n != 0 || marks[k] != 0 {
+					bad = append(bad, fmt.Sprintf("%s %d: free SAQ %d holds %d packets, %d markers", name, port, k, q.n, marks[k]))
+				}
+				continue
+			}
+			n++
+			if b := sum(q); b != s.blocks {
+				bad = append(bad, fmt.Sprintf("%s %d: SAQ %d counts %d blocks, holds %d", name, port, k, s.blocks, b))
+			}
+			if marks[k] != s.markers {
+				bad = append(bad, fmt.Sprintf("%s %d: SAQ %d counts %d markers, %d placed", name, port, k, s.markers, marks[k]))
+			}
+			if s.children < 0 {
+				bad = append(bad, fmt.Sprintf("%s %d: SAQ %d has %d branches", name, port, k, s.children))
+			}
+		}
+		if n != rp.inUse || n > a.cfg.MaxSAQs {
+			bad = append(bad, fmt.Sprintf("%s %d: %d SAQs active, %d counted, max %d", name, port, n, rp.inUse, a.cfg.MaxSAQs))
+		}
+	}
+	for ii := range a.in {
+		if f.in[ii].sw < 0 {
+			continue
+		}
+		side("in-port", ii, &a.in[ii], func(k int) *fifo { return &f.in[ii].queues[f.nVL+k].fifo })
+	}
+	for oi := range a.out {
+		if f.out[oi].sw < 0 {
+			continue
+		}
+		ro := &a.out[oi]
+		side("out-port", oi, ro, func(k int) *fifo { return &ro.saqs[k].q })
+		var norm int32
+		for v := range f.out[oi].outq {
+			norm += sum(&f.out[oi].outq[v])
+		}
+		if norm != ro.normBlocks {
+			bad = append(bad, fmt.Sprintf("out-port %d: normal queues count %d blocks, hold %d", oi, ro.normBlocks, norm))
+		}
+	}
+	return bad
 }
