@@ -96,6 +96,12 @@ const (
 	ctlXon               // upstream: resume it
 )
 
+// saqWeight: the output link serves the SAQs after this many packets
+// from the normal queues when both have packets to send (the weighted
+// round robin of paper 000 §4.1 "in such a way that normal queues have
+// preference over SAQs"; the paper gives no weight).
+const saqWeight = 3
+
 // opRECNKick: A: switch. A SAQ at one of its inputs was enabled; run the
 // allocator (scheduled, not called, as it may happen during a grant).
 const opRECNKick = opArch + 1
@@ -161,7 +167,7 @@ type recnPort struct {
 	rootChildren int
 	normBlocks   int32 // blocks in the normal queues (output ports)
 	rrSAQ        int
-	saqTurn      bool // the output link's next turn goes to the SAQs
+	normalRun    int // packets the output link sent from the normal queues since it last served a SAQ
 }
 
 type saqSample struct {
@@ -634,7 +640,7 @@ func (a *recnArch) next(oi int32, o *outPort, start des.Time) {
 	ro := &a.out[oi]
 	queued := false
 	for pass := 0; pass < 2; pass++ {
-		if (pass == 0) == ro.saqTurn {
+		if (pass == 0) == (ro.normalRun >= saqWeight) {
 			if ro.inUse == 0 {
 				continue
 			}
@@ -647,7 +653,7 @@ func (a *recnArch) next(oi int32, o *outPort, start des.Time) {
 						s.q.pop()
 						s.blocks -= p.blocks
 						ro.rrSAQ = (k + 1) % n
-						ro.saqTurn = false
+						ro.normalRun = 0
 						f.send(oi, p, int(s.vl), start)
 						a.outputLeft(oi, p, k)
 						return
@@ -669,7 +675,7 @@ func (a *recnArch) next(oi int32, o *outPort, start des.Time) {
 					if o.rrVL = v + 1; o.rrVL == n {
 						o.rrVL = 0
 					}
-					ro.saqTurn = true
+					ro.normalRun++
 					f.send(oi, p, v, start)
 					a.outputLeft(oi, p, -1)
 					return
