@@ -100,10 +100,10 @@ func recnConfig() Config {
 	return cfg
 }
 
-// hotSpot: hosts 0..4 send n packets each to host 5 (the root is s2's
-// port to host 5, fed by host 4 and by s1), and host 0 also sends to host 4, whose packets share
-// every link with the congested flow up to s2 (the victim of HOL
-// blocking).
+// hotSpot: hosts 0..4 send n packets each to host 5, and host 0 also
+// sends to host 4. Every host sends at its link rate, so the links to the
+// right are the bottlenecks: s0's port 3 (three flows: 0->5, 1->5, 0->4)
+// and s1's port 3 (six flows), whose output queues become roots.
 func hotSpot(ep *testEP, n int) {
 	seq := map[[2]int]uint64{}
 	for i := 0; i < n; i++ {
@@ -339,4 +339,88 @@ func TestRECNRandomDrainsClean(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRECNTreeByHand: the tree of hotSpot on the line, worked out by hand
+// (ports: hosts on 0 and 1, left neighbour on 2, right on 3; a path is a
+// list of output ports, all on lane 0).
+//
+//   - s1's port 3 carries six flows: it becomes a root and notifies the
+//     inputs that send to it, s1/p0 and s1/p1 (hosts 2, 3) and s1/p2 (from
+//     s0), which allocate input SAQs for [3]. s0's port 3 (three flows)
+//     does the same for s0/p0 and s0/p1.
+//   - The SAQ at s1/p2 fills past its threshold and notifies upstream: s0's
+//     output port 3 allocates an output SAQ for [3] (the path after s0),
+//     which in turn notifies s0/p0 and s0/p1: input SAQs for [3 3].
+//   - Deallocation is leaf first (§3.5): s0's [3 3] input SAQs, then s0's
+//     output SAQ [3], whose token lets s1/p2's [3] go.
+func TestRECNTreeByHand(t *testing.T) {
+	cfg := recnConfig()
+	eng, f, ep, a := recnLine(t, cfg)
+	first := map[string]int{} // event -> index of its first occurrence
+	last := map[string]int{}
+	n := 0
+	a.trace = func(ev string, port int32, k int, _ int32) {
+		if ev[:4] != "allo" && ev[:4] != "free" {
+			return
+		}
+		var sw, p int32
+		var sq *saq
+		if ev[len(ev)-3:] == "-in" {
+			sw, p, sq = f.in[port].sw, f.in[port].port, &a.in[port].saqs[k]
+		} else {
+			sw, p, sq = f.out[port].sw, f.out[port].port, &a.out[port].saqs[k]
+		}
+		var turns []int
+		for i := 0; i < len(sq.path); i += hopBytes {
+			turns = append(turns, int(sq.path[i])<<8|int(sq.path[i+1]))
+		}
+		key := fmt.Sprintf("%s s%d/p%d %v", ev, sw, p, turns)
+		if _, ok := first[key]; !ok {
+			first[key] = n
+		}
+		last[key] = n
+		n++
+	}
+	hotSpot(ep, 150)
+	eng.RunUntil(3 * des.Millisecond)
+	if len(ep.got) != 6*150 {
+		t.Fatalf("delivered %d of %d", len(ep.got), 6*150)
+	}
+	want := []string{
+		"alloc-in s1/p0 [3]", "alloc-in s1/p1 [3]", "alloc-in s1/p2 [3]",
+		"alloc-in s0/p0 [3]", "alloc-in s0/p1 [3]",
+		"alloc-out s0/p3 [3]", "alloc-in s0/p0 [3 3]", "alloc-in s0/p1 [3 3]",
+	}
+	for _, w := range want {
+		if _, ok := first[w]; !ok {
+			t.Errorf("no %q; events: %v", w, first)
+		}
+	}
+	var allocs int
+	for k := range first {
+		if k[:5] == "alloc" {
+			allocs++
+		}
+	}
+	if allocs != len(want) {
+		t.Errorf("%d distinct SAQs allocated, want the %d worked out by hand: %v", allocs, len(want), first)
+	}
+	// before: event a (its index in at) comes before event b (in at too).
+	before := func(a, b string, at map[string]int) {
+		t.Helper()
+		_, okA := at[a]
+		_, okB := at[b]
+		if !okA || !okB || at[a] >= at[b] {
+			t.Errorf("%q (event %d) should come before %q (event %d)", a, at[a], b, at[b])
+		}
+	}
+	// growth: upstream SAQs after the SAQ that notified them
+	before("alloc-in s1/p2 [3]", "alloc-out s0/p3 [3]", first)
+	before("alloc-out s0/p3 [3]", "alloc-in s0/p0 [3 3]", first)
+	before("alloc-out s0/p3 [3]", "alloc-in s0/p1 [3 3]", first)
+	// tokens: the leaves go first
+	before("free-in s0/p0 [3 3]", "free-out s0/p3 [3]", last)
+	before("free-in s0/p1 [3 3]", "free-out s0/p3 [3]", last)
+	before("free-out s0/p3 [3]", "free-in s1/p2 [3]", last)
 }
