@@ -27,6 +27,10 @@ type RECNStats struct {
 type RECNReport struct {
 	RECNStats
 	SAQsAtEnd int `json:"saqs_at_end"`
+	// MeanSAQsPerPort is the SAQs in use network-wide averaged over the
+	// run, per switch port (inputs and outputs counted apart): paper 000
+	// §4.4 finds about one per port.
+	MeanSAQsPerPort float64 `json:"mean_saqs_per_port"`
 	// SAQsOverTime holds, per time bin from 0, the most SAQs in use
 	// network-wide during the bin (paper 000 Figure 5).
 	SAQsOverTime []int `json:"saqs_over_time"`
@@ -40,6 +44,23 @@ func (f *Fabric) RECN(bin des.Time, bins int) *RECNReport {
 		return nil
 	}
 	r := &RECNReport{RECNStats: a.stats, SAQsAtEnd: a.total}
+	if now := f.eng.Now(); now > 0 && len(a.series) > 0 {
+		var area float64 // SAQ-picoseconds
+		for i, s := range a.series {
+			end := now
+			if i+1 < len(a.series) {
+				end = a.series[i+1].at
+			}
+			area += float64(s.total) * float64(end-s.at)
+		}
+		ports := 0
+		for i := range f.in {
+			if f.in[i].sw >= 0 {
+				ports += 2 // the in-port and the out-port of the same switch port
+			}
+		}
+		r.MeanSAQsPerPort = area / float64(now) / float64(ports)
+	}
 	if bin <= 0 || bins <= 0 {
 		return r
 	}

@@ -193,6 +193,9 @@ func TestRECNHotSpot(t *testing.T) {
 	if r.MaxSAQsPerInput > cfg.RECN.MaxSAQs || r.MaxSAQsPerOutput > cfg.RECN.MaxSAQs {
 		t.Errorf("SAQs per port %d/%d exceed max_saqs %d", r.MaxSAQsPerInput, r.MaxSAQsPerOutput, cfg.RECN.MaxSAQs)
 	}
+	if r.MeanSAQsPerPort <= 0 || r.MeanSAQsPerPort > float64(cfg.RECN.MaxSAQs) {
+		t.Errorf("mean SAQs per port %g", r.MeanSAQsPerPort)
+	}
 	if r.SAQsAtEnd != 0 || r.Allocations != r.Deallocations {
 		t.Errorf("after the drain %d SAQs are still in use (%d allocated, %d freed)", r.SAQsAtEnd, r.Allocations, r.Deallocations)
 	}
