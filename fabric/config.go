@@ -21,10 +21,13 @@ type Config struct {
 	NICBuffer       units.Bytes   `yaml:"nic_buffer" json:"nic_buffer" unit:"bytes" doc:"reception buffer of a NIC per virtual lane (it is drained at once, so it only has to cover the credit round trip)"`
 	CreditBlock     units.Bytes   `yaml:"credit_block" json:"credit_block" unit:"bytes" doc:"flow-control credit granularity (InfiniBand: 64 bytes)" paper:"004 §4.1"`
 	CreditPacket    units.Bytes   `yaml:"credit_packet" json:"credit_packet" unit:"bytes" doc:"wire size of a flow-control (credit) packet; it shares the link with data"`
-	Switch          string        `yaml:"switch" json:"switch" doc:"switch architecture: cioq (per-lane input FIFOs and output buffers, paper 004 §4.1) or iq (per-lane input FIFOs, the crossbar feeds the link); fabemu config explain lists them"`
+	Switch          string        `yaml:"switch" json:"switch" doc:"switch architecture: cioq (per-lane input FIFOs and output buffers, paper 004 §4.1), iq (per-lane input FIFOs, the crossbar feeds the link) or recn (cioq with RECN set-aside queues, paper 000 §3; deterministic routing only, as it names congested subpaths by source routes fixed at injection: adaptive routing is refused); fabemu config explain lists them"`
 	Allocator       string        `yaml:"allocator" json:"allocator" doc:"crossbar allocator: rr (inputs and their lanes in round-robin order, first fit) or islip(N) (N request-grant-accept iterations, McKeown's iSLIP)"`
 	CrossbarSpeedup float64       `yaml:"crossbar_speedup" json:"crossbar_speedup" doc:"crossbar bandwidth per port as a multiple of the link's data rate"`
 	DeadlockTimeout des.Time      `yaml:"deadlock_timeout" json:"deadlock_timeout" unit:"time" doc:"stop with a report when no packet has moved for this long while packets are in the fabric"`
+	// RECN holds the parameters of the recn switch (arch_recn.go); other
+	// architectures ignore it.
+	RECN RECNConfig `yaml:"recn,omitempty" json:"recn,omitzero"`
 }
 
 // DefaultConfig is the IBA model of paper 004 §4.1: 1X links (2.5 Gb/s,
@@ -46,6 +49,7 @@ func DefaultConfig() Config {
 		Allocator:       "rr",
 		CrossbarSpeedup: 1,
 		DeadlockTimeout: 1 * des.Millisecond,
+		RECN:            DefaultRECNConfig(),
 	}
 }
 
@@ -129,6 +133,11 @@ func (c Config) Validate() error {
 	}
 	if c.DeadlockTimeout <= 0 {
 		return fmt.Errorf("fabric.deadlock_timeout %v: must be positive", c.DeadlockTimeout)
+	}
+	if arch.Name == "recn" {
+		if err := c.RECN.Validate(); err != nil {
+			return fmt.Errorf("fabric.recn.%w", err)
+		}
 	}
 	return nil
 }

@@ -3,7 +3,7 @@
 // credit-based flow control in 64-byte blocks; control packets (credits
 // and the architectures' own) on each channel's reverse direction;
 // packet-level virtual cut-through; switch architectures (arch.go: cioq,
-// iq) and crossbar allocators (alloc.go: rr, islip(N)) chosen by name from
+// iq, recn) and crossbar allocators (alloc.go: rr, islip(N)) chosen by name from
 // their tables; and the runtime deadlock watchdog. Hosts are Endpoints:
 // the fabric pulls packets from them when their injection link can send
 // and hands packets to them when their tail has arrived.
@@ -298,6 +298,9 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 		return nil, err
 	}
 	info, _ := lookupArch(cfg.Switch) // Validate checked the names
+	if info.NeedsDeterministic && r.Mode() != route.Deterministic {
+		return nil, fmt.Errorf("fabric.switch %s needs routing.mode deterministic: it names a congested subpath by the turns of a source route fixed at injection (paper 000 §3), which adaptive routing does not have", cfg.Switch)
+	}
 	spec, _ := parseAllocator(cfg.Allocator)
 	f := &Fabric{cfg: cfg, eng: eng, topo: t, router: r, ep: ep,
 		blockBytes: int32(cfg.CreditBlock), maxPacket: int32(maxPacket),

@@ -3,6 +3,7 @@ package fabrictest
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/fabemu/fabemu/fabric"
@@ -14,6 +15,9 @@ import (
 type variant struct {
 	name string
 	cfg  fabric.Config
+	// deterministic: the architecture refuses adaptive routing
+	// (ArchInfo.NeedsDeterministic); adaptive runs are skipped for it.
+	deterministic bool
 }
 
 // variants is every architecture of the table with every allocator of
@@ -32,7 +36,7 @@ func variants() []variant {
 				if !a.OutputBuffered() {
 					c.OutputBuffer = 0
 				}
-				vs = append(vs, variant{a.Name + "/" + spec, c})
+				vs = append(vs, variant{a.Name + "/" + spec, c, a.NeedsDeterministic})
 			}
 		}
 	}
@@ -123,6 +127,9 @@ func TestRandomTrafficPastSaturation(t *testing.T) {
 			for _, mode := range []route.Mode{route.Deterministic, route.Adaptive} {
 				name := fmt.Sprintf("%s/%s/%s", v.name, tp.Name, mode)
 				t.Run(name, func(t *testing.T) {
+					if mode == route.Adaptive && v.deterministic {
+						t.Skip("the architecture needs deterministic routing; TestAdaptiveRefused checks that it says so")
+					}
 					top, err := tp.Build()
 					if err != nil {
 						t.Fatal(err)
@@ -196,7 +203,9 @@ func TestDeterministic(t *testing.T) {
 				t.Fatal(err)
 			}
 			rc := route.DefaultConfig()
-			rc.Mode = route.Adaptive
+			if !v.deterministic {
+				rc.Mode = route.Adaptive
+			}
 			n, err := Build(v.name, top, v.cfg, rc)
 			if err != nil {
 				t.Fatal(err)
@@ -237,6 +246,25 @@ func TestSingleSwitchFairShare(t *testing.T) {
 		}
 		if err := n.Drain(10 * des.Millisecond); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestAdaptiveRefused: an architecture that needs deterministic routing
+// refuses adaptive routing with an error that says why.
+func TestAdaptiveRefused(t *testing.T) {
+	for _, v := range variants() {
+		if !v.deterministic {
+			continue
+		}
+		top, err := Topologies()[1].Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := route.DefaultConfig()
+		rc.Mode = route.Adaptive
+		if _, err := Build(v.name, top, v.cfg, rc); err == nil || !strings.Contains(err.Error(), "deterministic") {
+			t.Errorf("%s with adaptive routing: err = %v, want a refusal naming deterministic routing", v.name, err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package synth
 import (
 	"time"
 
+	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic"
@@ -39,8 +40,12 @@ type Summary struct {
 	// (rearrangement, waste traffic, reordering metrics); its fields are
 	// flattened into the summary.
 	nic.DeliveryReport
-	Timeseries []Bin          `json:"timeseries"`
-	Run        *model.RunInfo `json:"run,omitempty"`
+	Timeseries []Bin `json:"timeseries"`
+	// RECN holds the recn switch's figures (SAQs per port and network-wide,
+	// notifications, markers, exhaustion; saqs_over_time uses the bins of
+	// timeseries); absent for other switch architectures.
+	RECN *fabric.RECNReport `json:"recn,omitempty"`
+	Run  *model.RunInfo     `json:"run,omitempty"`
 }
 
 // Bin is one time-series bin over the whole run, warm-up included.
@@ -116,6 +121,7 @@ func summarize(s *model.Session, cfg model.SimConfig, active int) *Summary {
 	sum.Invariants = s.Invariants()
 	sum.Timeseries = timeseries(s, active, capBytesPerNs)
 	sum.DeliveryReport = s.DeliveryReport()
+	sum.RECN = s.Fabric.RECN(m.BinWidth, len(sum.Timeseries))
 	return sum
 }
 

@@ -1,0 +1,74 @@
+package fabric
+
+import (
+	"fmt"
+
+	"github.com/fabemu/fabemu/internal/units"
+)
+
+// RECNConfig holds the parameters of the recn switch (paper 000 §3, §4.1).
+// The paper's simulator "accepts different thresholds for detecting and
+// propagating congestion as well as the number of maximum SAQs allowed at
+// each port" (§4.1) but prints only the SAQ count (8 per port, §4.3); the
+// threshold defaults are ours, chosen for its 128 KB port memories and
+// 64-byte packets, and are stated as such in their docs. A zero field
+// means its default.
+type RECNConfig struct {
+	MaxSAQs               int         `yaml:"max_saqs" json:"max_saqs" doc:"set-aside queues (and CAM lines) per switch input and per switch output port; when none is free a notification is refused and the packets stay in the normal queue (counted as SAQ exhaustion)" paper:"000 §4.3 (8 per port), §3.8"`
+	DetectionThreshold    units.Bytes `yaml:"detection_threshold" json:"detection_threshold" unit:"bytes" doc:"occupancy of an output port's normal queue at which it detects congestion and becomes the root of a congestion tree (ours: the paper gives no value)" paper:"000 §3.3"`
+	NotificationThreshold units.Bytes `yaml:"notification_threshold" json:"notification_threshold" unit:"bytes" doc:"occupancy of a SAQ at which it notifies congestion upstream: an input SAQ to the output port feeding it, an output SAQ to the inputs that send to it (ours: the paper gives no value)" paper:"000 §3.4"`
+	XoffThreshold         units.Bytes `yaml:"xoff_threshold" json:"xoff_threshold" unit:"bytes" doc:"occupancy of a SAQ at which it sends Xoff to the SAQ feeding it (ours: the paper gives no value)" paper:"000 §3.7, §4.1"`
+	XonThreshold          units.Bytes `yaml:"xon_threshold" json:"xon_threshold" unit:"bytes" doc:"occupancy below which a SAQ that sent Xoff sends Xon; below xoff_threshold, for hysteresis (ours: the paper gives no value)" paper:"000 §3.7, §4.1"`
+	ControlPacket         units.Bytes `yaml:"control_packet" json:"control_packet" unit:"bytes" doc:"wire size of a RECN control packet (notification, token, Xon, Xoff); they share the link with data (ours: the paper gives no value)" paper:"000 §4.1"`
+}
+
+// DefaultRECNConfig: 8 SAQs per port (paper 000 §4.3) and thresholds of
+// a few 64-byte packets.
+func DefaultRECNConfig() RECNConfig {
+	return RECNConfig{MaxSAQs: 8, DetectionThreshold: 2048, NotificationThreshold: 1024,
+		XoffThreshold: 2048, XonThreshold: 1024, ControlPacket: 8}
+}
+
+// IsZero reports whether the configuration is all defaults, so that
+// dumps and summaries of runs that do not change it stay as they were.
+func (c RECNConfig) IsZero() bool {
+	return c == RECNConfig{} || c == DefaultRECNConfig()
+}
+
+// resolved fills the zero fields with their defaults.
+func (c RECNConfig) resolved() RECNConfig {
+	d := DefaultRECNConfig()
+	if c.MaxSAQs == 0 {
+		c.MaxSAQs = d.MaxSAQs
+	}
+	if c.DetectionThreshold == 0 {
+		c.DetectionThreshold = d.DetectionThreshold
+	}
+	if c.NotificationThreshold == 0 {
+		c.NotificationThreshold = d.NotificationThreshold
+	}
+	if c.XoffThreshold == 0 {
+		c.XoffThreshold = d.XoffThreshold
+	}
+	if c.XonThreshold == 0 {
+		c.XonThreshold = d.XonThreshold
+	}
+	if c.ControlPacket == 0 {
+		c.ControlPacket = d.ControlPacket
+	}
+	return c
+}
+
+// Validate checks the parameters after defaults are filled in.
+func (c RECNConfig) Validate() error {
+	c = c.resolved()
+	switch {
+	case c.MaxSAQs < 0 || c.MaxSAQs > 64:
+		return fmt.Errorf("max_saqs %d: want 1 to 64 (the paper's hardware has 64 CAM lines per port, §3.8)", c.MaxSAQs)
+	case c.DetectionThreshold < 0 || c.NotificationThreshold < 0 || c.XoffThreshold < 0 || c.XonThreshold < 0 || c.ControlPacket < 0:
+		return fmt.Errorf("thresholds and control_packet must not be negative")
+	case c.XonThreshold >= c.XoffThreshold:
+		return fmt.Errorf("xon_threshold %v must be below xoff_threshold %v (Xon/Xoff hysteresis, paper 000 §4.1)", c.XonThreshold, c.XoffThreshold)
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package fabric
+
+import "github.com/fabemu/fabemu/fabric/des"
+
+// RECNStats are the counters of the recn switch, the figures paper 000
+// reports (§4.3, §4.4: SAQs per port and network-wide) and the events
+// behind them.
+type RECNStats struct {
+	MaxSAQsPerInput  int    `json:"max_saqs_per_input"`  // most SAQs in use at one input port at once
+	MaxSAQsPerOutput int    `json:"max_saqs_per_output"` // most SAQs in use at one output port at once
+	MaxSAQsTotal     int    `json:"max_saqs_total"`      // most SAQs in use network-wide at once
+	Detections       uint64 `json:"detections"`          // output ports that became the root of a congestion tree
+	Notifications    uint64 `json:"notifications"`       // congestion notifications sent (to inputs, and upstream on links)
+	Allocations      uint64 `json:"allocations"`         // SAQs allocated
+	Deallocations    uint64 `json:"deallocations"`       // SAQs freed (each passes its token downstream)
+	Tokens           uint64 `json:"tokens"`              // tokens passed to a parent
+	Markers          uint64 `json:"markers"`             // in-order markers placed
+	Xoff             uint64 `json:"xoff"`                // Xoff sent
+	Xon              uint64 `json:"xon"`                 // Xon sent
+	Exhausted        uint64 `json:"saq_exhausted"`       // notifications refused for want of a free SAQ (packets stay in the normal queue)
+	ExhaustedInput   uint64 `json:"saq_exhausted_input"`
+	ExhaustedOutput  uint64 `json:"saq_exhausted_output"`
+}
+
+// RECNReport is the RECN part of a run's summary: the counters, the SAQs
+// in use at the end, and network-wide SAQs over time.
+type RECNReport struct {
+	RECNStats
+	SAQsAtEnd int `json:"saqs_at_end"`
+	// MeanSAQsPerPort is the SAQs in use network-wide averaged over the
+	// run, per switch port (inputs and outputs counted apart): paper 000
+	// §4.4 finds about one per port.
+	MeanSAQsPerPort float64 `json:"mean_saqs_per_port"`
+	// SAQsOverTime holds, per time bin from 0, the most SAQs in use
+	// network-wide during the bin (paper 000 Figure 5).
+	SAQsOverTime []int `json:"saqs_over_time"`
+}
+
+// RECN returns the RECN report of the run so far with SAQs over time in
+// bins bins of width bin from 0, or nil when the switch is not recn.
+func (f *Fabric) RECN(bin des.Time, bins int) *RECNReport {
+	a, ok := f.arch.(*recnArch)
+	if !ok {
+		return nil
+	}
+	r := &RECNReport{RECNStats: a.stats, SAQsAtEnd: a.total}
+	if now := f.eng.Now(); now > 0 && len(a.series) > 0 {
+		var area float64 // SAQ-picoseconds
+		for i, s := range a.series {
+			end := now
+			if i+1 < len(a.series) {
+				end = a.series[i+1].at
+			}
+			area += float64(s.total) * float64(end-s.at)
+		}
+		ports := 0
+		for i := range f.in {
+			if f.in[i].sw >= 0 {
+				ports += 2 // the in-port and the out-port of the same switch port
+			}
+		}
+		r.MeanSAQsPerPort = area / float64(now) / float64(ports)
+	}
+	if bin <= 0 || bins <= 0 {
+		return r
+	}
+	n := bins
+	r.SAQsOverTime = make([]int, n)
+	cur, j := 0, 0
+	for b := 0; b < n; b++ {
+		end := des.Time(b+1) * bin
+		peak := cur
+		for ; j < len(a.series) && a.series[j].at < end; j++ {
+			cur = a.series[j].total
+			peak = max(peak, cur)
+		}
+		r.SAQsOverTime[b] = peak
+	}
+	return r
+}
