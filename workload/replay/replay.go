@@ -5,6 +5,12 @@
 // the trace window, the driver, and RunReplay with its ReplaySummary
 // (schema fabemu.replay/v1). The mapping, semantics and metrics are
 // documented in docs/replay.md.
+//
+// Packet captures (pcap, pcapng, read by tracefmt/pcap) are the second
+// kind of replay source: each frame becomes a message between the hosts
+// of its endpoints, driven by the same look-ahead and summary (capture.go,
+// docs/capture.md). Either source can write what left the fabric as
+// pcapng (pcapout.go).
 package replay
 
 import (
