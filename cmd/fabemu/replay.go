@@ -267,10 +267,13 @@ func writeReplayTable(w io.Writer, s *replay.ReplaySummary, notes []model.Note) 
 		res.Add("broadcast/multicast frames", fmt.Sprintf("%s; %s copies sent, %s delivered", report.FormatInt(ci.Group),
 			report.FormatInt(ci.Copies), report.FormatInt(ci.CopiesDelivered)), "")
 		res.Add("frame bytes", fmt.Sprintf("%s on the wire, %s captured", report.FormatInt(s.IssuedBytes), report.FormatInt(ci.CapturedBytes)), "bytes")
-		fo := ci.FlowOrder
-		res.Add("frames reordered in their flow", fmt.Sprintf("%s of %s (ratio %s, max extent %d, max late %s, %s 3-reordered)",
-			report.FormatUint(fo.Reordered), report.FormatUint(fo.Received), report.FormatFloat(fo.ReorderedRatio, 4),
-			fo.Extent.Max, timeStr(fo.LateTimeNs), report.FormatUint(fo.ThreeReordered)), fmt.Sprintf("RFC 4737, %d flows x destination host", ci.FlowsMetered))
+		order := func(fo replay.FlowOrder) string {
+			return fmt.Sprintf("%s of %s (ratio %s, max extent %d, max late %s, %s 3-reordered)",
+				report.FormatUint(fo.Reordered), report.FormatUint(fo.Received), report.FormatFloat(fo.ReorderedRatio, 4),
+				fo.Extent.Max, timeStr(fo.LateTimeNs), report.FormatUint(fo.ThreeReordered))
+		}
+		res.Add("flow packets reordered at NIC arrival", order(ci.FlowOrderBefore), "RFC 4737, before rearrangement")
+		res.Add("flow frames reordered at host delivery", order(ci.FlowOrder), fmt.Sprintf("after; %d flows x destination host", ci.FlowsMetered))
 	} else {
 		res.Add("requests issued / completed", fmt.Sprintf("%s / %s", report.FormatUint(s.Requests), report.FormatUint(s.Completed)), "")
 		res.Add("reads / writes", fmt.Sprintf("%s / %s", report.FormatUint(s.Reads), report.FormatUint(s.Writes)), "")

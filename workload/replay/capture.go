@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/rng"
 	"github.com/fabemu/fabemu/nic"
@@ -339,6 +340,10 @@ type flowStream struct {
 	frames uint64
 	bytes  int64
 	meter  *reorder.OrderMeter
+	// Its packets are numbered too (pktNext), and observed as they reach
+	// the destination NIC, before any rearrangement.
+	pktNext uint64
+	before  *reorder.OrderMeter
 }
 
 // frameRef is one frame in flight: the copies still to deliver, and its
@@ -359,6 +364,9 @@ type frameCopy struct {
 	seq uint64
 	src int
 	dst int
+	// firstSeq is the host-pair sequence number the NIC gives the copy's
+	// first packet; flowPkt the flow's number of that packet.
+	firstSeq, flowPkt uint64
 }
 
 // captureSource reads a capture into the replayer, one frame ahead.
@@ -375,6 +383,8 @@ type captureSource struct {
 	route frameRoute
 
 	streams   map[flowKey]*flowStream
+	pairSeq   map[uint64]uint64 // packets sent per host pair: the NIC's next sequence number
+	mtu       int64
 	metered   int
 	unmetered uint64
 
@@ -446,7 +456,11 @@ type CaptureInfo struct {
 	// FlowOrder is RFC 4737 over frames per flow and destination host,
 	// numbered at issue, observed at delivery to the host; aggregated over
 	// the metered flows; TopFlows the busiest flows' own figures.
-	FlowOrder       FlowOrder  `json:"flow_order"`
+	FlowOrder FlowOrder `json:"flow_order"`
+	// FlowOrderBefore is RFC 4737 over the flows' packets (a frame is
+	// split at the fabric MTU) as they reach the destination NIC, before
+	// any rearrangement (adaptive-inorder); resent copies are duplicates.
+	FlowOrderBefore FlowOrder  `json:"flow_order_before"`
 	TopFlows        []FlowInfo `json:"top_flows"`
 	FlowsMetered    int        `json:"flows_metered"`
 	FlowsUnmetered  int        `json:"flows_unmetered"`
@@ -474,10 +488,11 @@ type FlowOrder struct {
 
 // FlowInfo is one flow's frames, bytes and order.
 type FlowInfo struct {
-	Flow   string    `json:"flow"`
-	Frames uint64    `json:"frames"`
-	Bytes  int64     `json:"bytes"`
-	Order  FlowOrder `json:"order"`
+	Flow        string    `json:"flow"`
+	Frames      uint64    `json:"frames"`
+	Bytes       int64     `json:"bytes"`
+	Order       FlowOrder `json:"order"`
+	OrderBefore FlowOrder `json:"order_before"`
 }
 
 func flowOrder(r reorder.OrderReport) FlowOrder {
@@ -581,7 +596,7 @@ func newCaptureSource(cfg ReplaySimConfig, sc captureScan, keep bool) (*captureS
 		return nil, fmt.Errorf("replay.trace: %w", err)
 	}
 	c := &captureSource{rd: rd, hm: sc.hm, mapBy: mapBy(cfg.Replay.MapBy), win: captureWindow{cfg: cfg.Replay},
-		keep: keep, streams: map[flowKey]*flowStream{}}
+		keep: keep, streams: map[flowKey]*flowStream{}, pairSeq: map[uint64]uint64{}, mtu: int64(cfg.NIC.MTU)}
 	c.info.MapBy, c.info.MapFile = c.mapBy, cfg.Replay.Map
 	return c, nil
 }
@@ -612,6 +627,8 @@ func (c *captureSource) stream(k flowKey, src, dst int) *flowStream {
 	}
 	st = &flowStream{key: k}
 	st.meter, _ = reorder.NewOrderMeter(reorder.MeterConfig{Stream: k.String() + " frames at host delivery",
+		TimeUnit: "ps", HistoryWindow: captureFlowWindow})
+	st.before, _ = reorder.NewOrderMeter(reorder.MeterConfig{Stream: k.String() + " packets at NIC arrival",
 		TimeUnit: "ps", HistoryWindow: captureFlowWindow})
 	c.streams[k] = st
 	c.metered++
@@ -648,9 +665,17 @@ func (r *replayer) issueCapture(now des.Time) {
 		st := c.stream(key, rt.src, dst)
 		cp := c.newCopy()
 		cp.f, cp.st, cp.src, cp.dst = f, st, rt.src, dst
+		// The NIC numbers packets per host pair from 0 in send order
+		// (nic.Network.Send), and splits the frame at the MTU.
+		npk := max(1, (int64(p.OrigLen)+c.mtu-1)/c.mtu)
+		pk := uint64(rt.src)<<32 | uint64(uint32(dst))
+		cp.firstSeq = c.pairSeq[pk]
+		c.pairSeq[pk] += uint64(npk)
 		if st != nil {
 			cp.seq = st.next
 			st.next++
+			cp.flowPkt = st.pktNext
+			st.pktNext += uint64(npk)
 			st.frames++
 			st.bytes += int64(p.OrigLen)
 		} else {
@@ -681,6 +706,20 @@ func (r *replayer) issueCapture(now des.Time) {
 	r.outstanding++
 	r.peak = max(r.peak, r.outstanding)
 	r.count(&r.binIssued, now)
+}
+
+// arrive observes a data packet of a frame reaching the destination NIC,
+// numbered within its flow.
+func (c *captureSource) arrive(p *fabric.Packet, at des.Time) {
+	m, ok := p.Ref.(*nic.Message)
+	if !ok {
+		return
+	}
+	cp, ok := m.Tag.(*frameCopy)
+	if !ok || cp.st == nil || p.Seq < cp.firstSeq {
+		return
+	}
+	cp.st.before.Observe(cp.flowPkt+(p.Seq-cp.firstSeq), int(p.Payload), int64(at))
 }
 
 // captureDone is a frame copy's delivery to its host.
@@ -765,10 +804,11 @@ func (c *captureSource) summary() *CaptureInfo {
 	})
 	info.TopFlows = []FlowInfo{}
 	for i, st := range flows {
-		o := flowOrder(st.meter.Report())
+		o, b := flowOrder(st.meter.Report()), flowOrder(st.before.Report())
 		info.FlowOrder.add(o)
+		info.FlowOrderBefore.add(b)
 		if i < captureTopFlows {
-			info.TopFlows = append(info.TopFlows, FlowInfo{Flow: st.key.String(), Frames: st.frames, Bytes: st.bytes, Order: o})
+			info.TopFlows = append(info.TopFlows, FlowInfo{Flow: st.key.String(), Frames: st.frames, Bytes: st.bytes, Order: o, OrderBefore: b})
 		}
 	}
 	info.FlowsMetered, info.FlowsUnmetered = c.metered, int(c.unmetered)

@@ -187,12 +187,22 @@ func TestCaptureFlowOrder(t *testing.T) {
 		}
 		return s
 	}
-	det, ooo := run("deterministic"), run("adaptive-ooo")
-	if det.Capture.FlowOrder.Reordered != 0 || det.Capture.FlowOrder.Received != uint64(len(frames)) {
-		t.Fatalf("deterministic: %+v", det.Capture.FlowOrder)
+	det, ooo, ino := run("deterministic"), run("adaptive-ooo"), run("adaptive-inorder")
+	// 1400-byte frames are 3 packets at the preset's 512-byte MTU.
+	if fo, fb := det.Capture.FlowOrder, det.Capture.FlowOrderBefore; fo.Reordered != 0 || fo.Received != uint64(len(frames)) ||
+		fb.Reordered != 0 || fb.Received != 3*uint64(len(frames)) {
+		t.Fatalf("deterministic: after %+v, before %+v", fo, fb)
 	}
 	if ooo.Capture.FlowOrder.Reordered == 0 || ooo.Order == nil || ooo.Order.Reordered == 0 {
 		t.Fatalf("adaptive-ooo: no reordering: flows %+v", ooo.Capture.FlowOrder)
+	}
+	// Here every flow is one host pair: the per-flow packet figures are
+	// the NIC's per-stream ones.
+	if fb := ooo.Capture.FlowOrderBefore; fb.Reordered != ooo.Order.Reordered || fb.Received != ooo.Order.Received {
+		t.Fatalf("adaptive-ooo: flows before %+v, NIC streams %d of %d", fb, ooo.Order.Reordered, ooo.Order.Received)
+	}
+	if fo, fb := ino.Capture.FlowOrder, ino.Capture.FlowOrderBefore; fo.Reordered != 0 || fb.Reordered == 0 || fb.Reordered != ino.Order.Reordered {
+		t.Fatalf("adaptive-inorder: after %+v, before %+v, NIC %d", fo, fb, ino.Order.Reordered)
 	}
 	t.Logf("adaptive-ooo: %d of %d frames reordered in their flow (max extent %d); packets: %d of %d",
 		ooo.Capture.FlowOrder.Reordered, ooo.Capture.FlowOrder.Received, ooo.Capture.FlowOrder.Extent.Max, ooo.Order.Reordered, ooo.Order.Received)

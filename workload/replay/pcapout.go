@@ -294,23 +294,29 @@ func (p *pcapOut) close() error {
 }
 
 // tapEndpoint is the NICs with a look at every packet reaching a
-// destination NIC before the NIC takes it, for the pcapng output.
+// destination NIC before the NIC takes it (before any rearrangement): for
+// the pcapng output's metadata and the per-flow order of a capture.
 type tapEndpoint struct {
 	*nic.Network
 	out *pcapOut
+	cap *captureSource
 }
 
 // Deliver implements fabric.Endpoint.
 func (t *tapEndpoint) Deliver(h int, p *fabric.Packet, at des.Time) {
-	t.out.arrive(p, at)
+	if t.out != nil {
+		t.out.arrive(p, at)
+	}
+	if t.cap != nil {
+		t.cap.arrive(p, at)
+	}
 	t.Network.Deliver(h, p, at)
 }
 
-// newSession assembles the model as model.NewSession does; with out set,
-// the fabric delivers through a tapEndpoint so that the pcapng output
-// sees each packet's hops, lane and order.
-func newSession(cfg ReplaySimConfig, bin des.Time, out *pcapOut) (*model.Session, error) {
-	if out == nil {
+// newSession assembles the model as model.NewSession does; with ep set,
+// the fabric delivers through it.
+func newSession(cfg ReplaySimConfig, bin des.Time, ep *tapEndpoint) (*model.Session, error) {
+	if ep == nil {
 		return model.NewSession(cfg.Topology, cfg.Routing, cfg.Fabric, cfg.NIC, 0, des.Never, bin)
 	}
 	nc, rc := cfg.NIC, cfg.Routing
@@ -329,7 +335,8 @@ func newSession(cfg ReplaySimConfig, bin des.Time, out *pcapOut) (*model.Session
 	eng := des.New()
 	m := nic.NewMetrics(t.NumHosts(), 0, des.Never, bin)
 	nw := nic.NewNetwork(eng, nc, t.NumHosts(), m)
-	f, err := fabric.New(eng, cfg.Fabric, t, r, nc.MaxPacket(), &tapEndpoint{Network: nw, out: out})
+	ep.Network = nw
+	f, err := fabric.New(eng, cfg.Fabric, t, r, nc.MaxPacket(), ep)
 	if err != nil {
 		return nil, err
 	}

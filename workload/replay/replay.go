@@ -806,7 +806,11 @@ func runReplay(cfg ReplaySimConfig, opts Options) (*ReplaySummary, *model.Sessio
 		}
 		out = newPcapOut(opts.PcapOut, link)
 	}
-	s, err := newSession(cfg, bin, out)
+	var ep *tapEndpoint
+	if out != nil || isCap {
+		ep = &tapEndpoint{out: out}
+	}
+	s, err := newSession(cfg, bin, ep)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -825,6 +829,9 @@ func runReplay(cfg ReplaySimConfig, opts Options) (*ReplaySummary, *model.Sessio
 		return nil, nil, err
 	}
 	r.out = out
+	if isCap {
+		ep.cap = r.cap
+	}
 	defer r.close()
 	r.total, r.progress = uint64(scan.Records), progress
 	if isCap {
