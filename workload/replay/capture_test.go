@@ -2,10 +2,12 @@ package replay
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -410,4 +412,109 @@ func FuzzHostMap(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestCapturePcapngMixedLinksGzip(t *testing.T) {
+	dir := t.TempDir()
+	var raw bytes.Buffer
+	w, err := pcapgo.NewNgWriterInterface(&raw, pcapgo.NgInterface{Name: "eth", LinkType: layers.LinkTypeEthernet, TimestampResolution: 9}, pcapgo.DefaultNgWriterOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.AddInterface(pcapgo.NgInterface{Name: "tun", LinkType: layers.LinkTypeRaw, TimestampResolution: 6}); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Unix(1700000000, 0)
+	var orig int64
+	for i := range 20 {
+		f := tframe{at: time.Duration(i) * time.Microsecond, src: i % 2, dst: 1 - i%2, payload: 200, sport: 7}
+		data, iface := ethFrame(f), 0
+		if i%4 == 3 { // the same IP packet seen on a raw IP interface
+			data, iface = data[14:], 1
+		}
+		ci := gopacket.CaptureInfo{Timestamp: base.Add(f.at), CaptureLength: len(data), Length: len(data), InterfaceIndex: iface}
+		if err := w.WritePacket(ci, data); err != nil {
+			t.Fatal(err)
+		}
+		orig += int64(len(data))
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "mixed.pcapng.gz")
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(raw.Bytes())
+	zw.Close()
+	if err := os.WriteFile(path, gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	s, err := RunReplayWith(captureCfg(t, path, nil), Options{PcapOut: PcapOut{W: &out, Name: "out"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two MACs on the Ethernet interface, two IPs on the raw one.
+	if s.Trace.Format != "pcapng" || s.Requests != 20 || s.IssuedBytes != orig || len(s.Capture.Endpoints) != 4 {
+		t.Fatalf("format %s, requests %d, bytes %d (want %d), endpoints %v", s.Trace.Format, s.Requests, s.IssuedBytes, orig, s.Capture.Endpoints)
+	}
+	rd, err := pcap.NewReader(&out, "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := map[layers.LinkType]int{}
+	for {
+		p, err := rd.Next()
+		if err != nil {
+			if err != io.EOF {
+				t.Fatal(err)
+			}
+			break
+		}
+		links[p.LinkType]++
+	}
+	if links[layers.LinkTypeEthernet] != 15 || links[layers.LinkTypeRaw] != 5 || len(rd.Interfaces()) != 128+1 {
+		t.Fatalf("links %v, %d interfaces", links, len(rd.Interfaces()))
+	}
+	// By MAC, the raw IP frames have no endpoint.
+	s, err = RunReplay(captureCfg(t, path, func(c *ReplaySimConfig) { c.Replay.MapBy = MapByMAC }), nil)
+	if err == nil || !strings.Contains(err.Error(), "record 4: link type") {
+		t.Fatalf("map by mac over raw IP: %v %v", err, s)
+	}
+}
+
+func TestCaptureMemoryFlat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping the 60,000-frame replay in -short mode")
+	}
+	dir := t.TempDir()
+	peak := func(n int) uint64 {
+		path := filepath.Join(dir, "flat.pcap")
+		// Well below the links' rate, staggered: nothing backs up, and
+		// the engine's event wheel sees no bursts to grow its buckets for.
+		fs := burst(8, n/8, 400, 8*time.Microsecond)
+		for i := range fs {
+			fs[i].at += time.Duration(fs[i].src) * time.Microsecond
+		}
+		writeCapture(t, path, fs, 0)
+		var most uint64
+		var ms runtime.MemStats
+		_, err := RunReplayWith(captureCfg(t, path, nil), Options{PcapOut: PcapOut{W: io.Discard, Name: "discard"},
+			Progress: func(done, total uint64) {
+				if done%(total/10) == 0 {
+					runtime.GC()
+					runtime.ReadMemStats(&ms)
+					most = max(most, ms.HeapAlloc)
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return most
+	}
+	small, large := peak(6_000), peak(60_000)
+	t.Logf("peak live heap: %d KiB at 6k frames, %d KiB at 60k frames", small>>10, large>>10)
+	if large > small+2<<20 {
+		t.Fatalf("live heap grew with the capture: %d KiB at 6k frames, %d KiB at 60k", small>>10, large>>10)
+	}
 }
