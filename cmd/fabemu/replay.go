@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fabemu/fabemu/internal/outfile"
 	"github.com/fabemu/fabemu/internal/report"
 	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/workload/replay"
@@ -57,8 +58,8 @@ sample is replayed.`,
 			if err != nil {
 				return err
 			}
-			if err := checkOutputs([]string{cfg.Replay.Trace, f.config}, output{"--json", f.jsonPath},
-				output{"--timeseries", f.timeseries}, output{"--plot", f.plot}); err != nil {
+			if err := checkOutputs([]string{cfg.Replay.Trace, f.config, cfg.Replay.Map}, output{"--json", f.jsonPath},
+				output{"--timeseries", f.timeseries}, output{"--plot", f.plot}, output{"--pcap-out", f.pcapOut}); err != nil {
 				return err
 			}
 			var prog *report.Progress
@@ -68,24 +69,26 @@ sample is replayed.`,
 				}
 				prog.Update(float64(done))
 			}}
-			var pout *pendingFile
+			// The pcapng output appears only if the whole replay and every
+			// write succeeded (package outfile); a failed run aborts it.
+			var pout *outfile.File
 			if f.pcapOut != "" {
-				if pout, err = createPending(f.pcapOut); err != nil {
+				if pout, err = outfile.Create(f.pcapOut, cmd.OutOrStdout()); err != nil {
 					return err
 				}
-				defer pout.abort()
-				opts.PcapOut = replay.PcapOut{W: pout.f, Name: f.pcapOut}
+				defer pout.Abort()
+				opts.PcapOut = replay.PcapOut{W: pout, Name: f.pcapOut}
 			}
 			sum, err := replay.RunReplayWith(cfg, opts)
 			prog.Done()
 			if err == nil && pout != nil {
-				if err = pout.commit(); err == nil {
+				if err = pout.Commit(); err == nil && f.pcapOut != outfile.Stdout {
 					fmt.Fprintf(cmd.ErrOrStderr(), "pcapng written to %s\n", f.pcapOut)
 				}
 			}
 			if sum != nil {
 				tableOut := cmd.OutOrStdout()
-				if f.jsonPath == "-" { // keep stdout pure JSON
+				if f.jsonPath == "-" || f.pcapOut == outfile.Stdout { // keep stdout pure JSON or pcapng
 					tableOut = cmd.ErrOrStderr()
 				}
 				writeReplayTable(tableOut, sum, res.Notes)
@@ -349,51 +352,4 @@ func plotReplay(path string, s *replay.ReplaySummary) error {
 		report.FormatFloat(s.Trace.Compression, 6), s.Topology.Name, s.Routing.Mode)
 	return report.LinePlot(path, title, "replay time ("+unit+")", "traffic (bytes/ns/switch)",
 		[]report.Series{{Name: "accepted (payload)", X: xs, Y: acc}, {Name: "offered (wire)", X: xs, Y: off}}, report.PlotOptions{})
-}
-
-// pendingFile is an output written to a temporary file in the target's
-// directory and renamed over the target only once complete, so a failed
-// run never leaves a truncated file in place of a good one.
-type pendingFile struct {
-	path string
-	f    *os.File
-	done bool
-}
-
-func createPending(path string) (*pendingFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &pendingFile{path: path, f: f}, nil
-}
-
-// commit syncs, closes and renames the file into place.
-func (p *pendingFile) commit() error {
-	p.done = true
-	tmp := p.f.Name()
-	err := p.f.Sync()
-	if cerr := p.f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, p.path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("%s: %w", p.path, err)
-	}
-	return nil
-}
-
-// abort removes the temporary file unless it was committed.
-func (p *pendingFile) abort() {
-	if !p.done {
-		p.done = true
-		p.f.Close()
-		os.Remove(p.f.Name())
-	}
 }

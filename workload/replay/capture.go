@@ -522,7 +522,7 @@ func (o *FlowOrder) add(b FlowOrder) {
 	}
 }
 
-// CaptureScan is what the pre-scan of a capture finds.
+// captureScan is what the pre-scan of a capture finds.
 type captureScan struct {
 	TraceScan
 	hm     *hostMap

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -35,11 +36,10 @@ type PcapOut struct {
 // msgMeta is what the fabric did to one message's packets, gathered as
 // they reach the destination NIC.
 type msgMeta struct {
-	packets   int
-	late      int    // packets that reached the NIC after one numbered later on their host pair
-	maxHops   int16  // switches traversed, the most of any packet
-	lanes     uint64 // virtual lanes of the last link, as a bit set
-	firstTail des.Time
+	packets int
+	late    int    // packets that reached the NIC after one numbered later on their host pair
+	maxHops int16  // switches traversed, the most of any packet
+	lanes   uint64 // virtual lanes of the last link, as a bit set
 }
 
 // pcapOut writes the delivered frames as pcapng.
@@ -68,11 +68,11 @@ func (p *pcapOut) start(hosts int) error {
 	opts := pcapgo.NgWriterOptions{SectionInfo: pcapgo.NgSectionInfo{Application: "fabemu replay"}}
 	w, err := pcapgo.NewNgWriterInterface(p.dst, p.iface(0, p.link), opts)
 	if err != nil {
-		return fmt.Errorf("%s: %w", p.name, err)
+		return p.wrap(err)
 	}
 	for h := 1; h < hosts; h++ {
 		if _, err := w.AddInterface(p.iface(h, p.link)); err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
+			return p.wrap(err)
 		}
 	}
 	p.w = w
@@ -120,7 +120,6 @@ func (p *pcapOut) arrive(pk *fabric.Packet, at des.Time) {
 		} else {
 			mm = &msgMeta{}
 		}
-		mm.firstTail = at
 		p.meta[m] = mm
 	}
 	mm.packets++
@@ -185,7 +184,7 @@ func (p *pcapOut) write(host int, lt layers.LinkType, at des.Time, data []byte, 
 		err = p.w.WritePacketWithOptions(ci, data, pcapgo.NgPacketOptions{Comments: []string{cmt}})
 	}
 	if err != nil {
-		p.err = fmt.Errorf("%s: %w", p.name, err)
+		p.err = p.wrap(err)
 		return
 	}
 	p.frames++
@@ -288,9 +287,17 @@ func (p *pcapOut) close() error {
 		return p.err
 	}
 	if err := p.w.Flush(); err != nil {
-		return fmt.Errorf("%s: %w", p.name, err)
+		return p.wrap(err)
 	}
 	return nil
+}
+
+// wrap names the output in an error that does not name it yet.
+func (p *pcapOut) wrap(err error) error {
+	if strings.Contains(err.Error(), p.name) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", p.name, err)
 }
 
 // tapEndpoint is the NICs with a look at every packet reaching a
