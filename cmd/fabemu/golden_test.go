@@ -54,6 +54,8 @@ var goldenRuns = []struct {
 	// trace replay of the embedded sample, deterministic and adaptive-inorder
 	{"replay-sample-det", []string{"replay", "--limit", "2000", "--compression", "20"}},
 	{"replay-sample-inorder", []string{"replay", "--limit", "2000", "--compression", "20", "--delivery", "adaptive-inorder", "--reorder", "dynamic:256KiB,cap=128KiB", "--injection", "li"}},
+	// replay of a small packet capture (TestCaptureFixture builds it), adaptive-ooo
+	{"replay-capture-ooo", []string{"replay", "--trace", filepath.Join("testdata", "capture-small.pcap"), "--compression", "1", "--delivery", "adaptive-ooo"}},
 	// one experiment: a paper004-table2 row against DET
 	{"experiment-table2-row", []string{"experiment", filepath.Join("testdata", "golden", "experiment-row.yaml")}},
 }

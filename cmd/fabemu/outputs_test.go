@@ -68,6 +68,7 @@ plot: {kind: bar, y: time, title: outputs}
 		{"replay --json", func(o string) []string { return append(replay, "--trace", trace, "--json", o) }, ".json", trace},
 		{"replay --timeseries", func(o string) []string { return append(replay, "--trace", trace, "--timeseries", o) }, ".jsonl", trace},
 		{"replay --plot", func(o string) []string { return append(replay, "--trace", trace, "--plot", o) }, ".png", trace},
+		{"replay --pcap-out", func(o string) []string { return append(replay, "--trace", trace, "--pcap-out", o) }, ".pcapng", trace},
 		{"experiment --json", func(o string) []string { return []string{"experiment", exp, "--json", o} }, ".json", exp},
 		{"experiment --plot", func(o string) []string { return []string{"experiment", exp, "--plot", o} }, ".svg", exp},
 		{"trace stats --json", func(o string) []string { return []string{"trace", "stats", trace, "--json", o} }, ".json", trace},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fabemu/fabemu/internal/outfile"
 	"github.com/fabemu/fabemu/internal/report"
 	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/workload/replay"
@@ -26,6 +27,7 @@ type replayFlags struct {
 	from, to                      string
 	limit                         int64
 	jsonPath, timeseries, plot    string
+	mapFile, mapBy, pcapOut       string
 	dl                            deliveryFlags
 }
 
@@ -56,21 +58,37 @@ sample is replayed.`,
 			if err != nil {
 				return err
 			}
-			if err := checkOutputs([]string{cfg.Replay.Trace, f.config}, output{"--json", f.jsonPath},
-				output{"--timeseries", f.timeseries}, output{"--plot", f.plot}); err != nil {
+			if err := checkOutputs([]string{cfg.Replay.Trace, f.config, cfg.Replay.Map}, output{"--json", f.jsonPath},
+				output{"--timeseries", f.timeseries}, output{"--plot", f.plot}, output{"--pcap-out", f.pcapOut}); err != nil {
 				return err
 			}
 			var prog *report.Progress
-			sum, err := replay.RunReplay(cfg, func(done, total uint64) {
+			opts := replay.Options{Progress: func(done, total uint64) {
 				if prog == nil {
 					prog = report.NewProgress(os.Stderr, "replay", float64(total), "requests")
 				}
 				prog.Update(float64(done))
-			})
+			}}
+			// The pcapng output appears only if the whole replay and every
+			// write succeeded (package outfile); a failed run aborts it.
+			var pout *outfile.File
+			if f.pcapOut != "" {
+				if pout, err = outfile.Create(f.pcapOut, cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				defer pout.Abort()
+				opts.PcapOut = replay.PcapOut{W: pout, Name: f.pcapOut}
+			}
+			sum, err := replay.RunReplayWith(cfg, opts)
 			prog.Done()
+			if err == nil && pout != nil {
+				if err = pout.Commit(); err == nil && f.pcapOut != outfile.Stdout {
+					fmt.Fprintf(cmd.ErrOrStderr(), "pcapng written to %s\n", f.pcapOut)
+				}
+			}
 			if sum != nil {
 				tableOut := cmd.OutOrStdout()
-				if f.jsonPath == "-" { // keep stdout pure JSON
+				if f.jsonPath == "-" || f.pcapOut == outfile.Stdout { // keep stdout pure JSON or pcapng
 					tableOut = cmd.ErrOrStderr()
 				}
 				writeReplayTable(tableOut, sum, res.Notes)
@@ -103,6 +121,7 @@ sample is replayed.`,
 	fs.StringVar(&f.jsonPath, "json", "", "write the JSON summary (schema "+replay.ReplaySchema+") to PATH (- for stdout)")
 	fs.StringVar(&f.timeseries, "timeseries", "", "write issued/completed requests and offered/accepted traffic per time bin to PATH (.csv, else JSON lines)")
 	fs.StringVar(&f.plot, "plot", "", "write the accepted traffic over time plot to PATH (.svg or .png)")
+	fs.StringVar(&f.pcapOut, "pcap-out", "", "write what left the fabric to PATH as pcapng: one interface per host, simulated timestamps, the fabric's metadata in each packet's comment (docs/capture.md)")
 	return cmd
 }
 
@@ -111,7 +130,7 @@ sample is replayed.`,
 func (f *replayFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.trace, "trace", "", "trace file or directory of SRT files (default: the embedded cello99-like sample)")
-	fs.StringVar(&f.format, "format", "", "trace format: auto, srt, msr, spc, blkparse, fio, disksim, csv (default auto)")
+	fs.StringVar(&f.format, "format", "", "trace format: auto, srt, msr, spc, blkparse, fio, disksim, csv, or a packet capture: pcap, pcapng (default auto)")
 	fs.StringVar(&f.preset, "preset", "paper004-torus4x4", "named configuration to start from (fabemu sim --list-presets shows them)")
 	fs.StringVar(&f.config, "config", "", "YAML file overriding preset fields (unknown keys are errors)")
 	fs.StringArrayVar(&f.sets, "set", nil, "override one field, e.g. --set replay.disks=8 (repeatable; applied last)")
@@ -121,6 +140,8 @@ func (f *replayFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.from, "from", "", "start of the replayed window in trace time since the first record, e.g. 1h")
 	fs.StringVar(&f.to, "to", "", "end of the replayed window in trace time (exclusive), e.g. 2h30m")
 	fs.Int64Var(&f.limit, "limit", 0, "replay at most this many records (0: all)")
+	fs.StringVar(&f.mapFile, "map", "", "packet captures: YAML or CSV file of endpoint (MAC or IP) to host index (default: endpoints in order of appearance onto a seeded permutation of the hosts)")
+	fs.StringVar(&f.mapBy, "map-by", "", "packet captures: auto, mac or ip: the address that names an endpoint (default auto: MACs where the link type has both)")
 	f.dl.register(cmd)
 }
 
@@ -137,6 +158,8 @@ var replayFlagKeys = []flagKey{
 	{"routing", "routing.mode", checkRouting},
 	{"seed", "run.seed", nil},
 	{"from", "replay.from", nil},
+	{"map", "replay.map", nil},
+	{"map-by", "replay.map_by", nil},
 	{"to", "replay.to", nil},
 	{"limit", "replay.limit", func(v string) error {
 		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
@@ -206,26 +229,59 @@ func writeReplayTable(w io.Writer, s *replay.ReplaySummary, notes []model.Note) 
 	cfgSec.Add("topology", s.Topology.Describe, "")
 	cfgSec.Add("routing", routingLine(s.Routing, notes), "")
 	cfgSec.Add("links", fmt.Sprintf("%v %s, %g m; MTU %v", c.Fabric.LinkRate, c.Fabric.LineCoding, c.Fabric.LinkLength, c.NIC.MTU), "")
-	place := fmt.Sprintf("random, seed %d", c.Run.Seed)
-	if len(r.DiskHosts) > 0 {
-		place = "listed"
+	if ci := s.Capture; ci != nil {
+		place := fmt.Sprintf("by %s, in order of appearance onto hosts drawn with seed %d", ci.MapBy, c.Run.Seed)
+		if ci.MapFile != "" {
+			place = fmt.Sprintf("by %s, from %s", ci.MapBy, ci.MapFile)
+		}
+		cfgSec.Add("endpoints", fmt.Sprintf("%d, %s", len(ci.Endpoints), place), "")
+		var eps []string
+		for i, e := range ci.Endpoints {
+			if i == 8 {
+				eps = append(eps, fmt.Sprintf("... (%d more)", len(ci.Endpoints)-8))
+				break
+			}
+			eps = append(eps, fmt.Sprintf("%s>%d", e.Endpoint, e.Host))
+		}
+		cfgSec.Add("endpoint hosts", strings.Join(eps, " "), "")
+	} else {
+		place := fmt.Sprintf("random, seed %d", c.Run.Seed)
+		if len(r.DiskHosts) > 0 {
+			place = "listed"
+		}
+		cfgSec.Add("disks", fmt.Sprintf("%d hosts (%s), %d trace devices seen, device map %s", len(s.Mapping.DiskHosts), place, s.Trace.Devices, s.Mapping.DeviceMap), "")
+		cfgSec.Add("disk hosts", hostList(s.Mapping.DiskHosts), "")
+		cfgSec.Add("initiators", fmt.Sprintf("%d hosts, %s", s.Mapping.InitiatorHosts, s.Mapping.Initiators), "")
+		svc := "off"
+		if r.ServiceTime {
+			svc = "traced, compressed"
+		}
+		cfgSec.Add("request/completion size", fmt.Sprintf("%v; disk service time %s", r.RequestBytes, svc), "")
 	}
-	cfgSec.Add("disks", fmt.Sprintf("%d hosts (%s), %d trace devices seen, device map %s", len(s.Mapping.DiskHosts), place, s.Trace.Devices, s.Mapping.DeviceMap), "")
-	cfgSec.Add("disk hosts", hostList(s.Mapping.DiskHosts), "")
-	cfgSec.Add("initiators", fmt.Sprintf("%d hosts, %s", s.Mapping.InitiatorHosts, s.Mapping.Initiators), "")
-	svc := "off"
-	if r.ServiceTime {
-		svc = "traced, compressed"
-	}
-	cfgSec.Add("request/completion size", fmt.Sprintf("%v; disk service time %s", r.RequestBytes, svc), "")
 	cfgSec.Add("seed", fmt.Sprint(c.Run.Seed), "")
 
 	res := report.Section{Title: "Results"}
 	res.Add("trace execution time", timeStr(s.TraceExecutionTimeNs), "last reply delivered")
 	res.Add("last request issued", timeStr(s.LastIssueNs), "compressed trace span")
-	res.Add("requests issued / completed", fmt.Sprintf("%s / %s", report.FormatUint(s.Requests), report.FormatUint(s.Completed)), "")
-	res.Add("reads / writes", fmt.Sprintf("%s / %s", report.FormatUint(s.Reads), report.FormatUint(s.Writes)), "")
-	res.Add("issued bytes", report.FormatInt(s.IssuedBytes), "bytes")
+	if ci := s.Capture; ci != nil {
+		res.Add("frames in the window", fmt.Sprintf("%s (%s local to one host, %s without a usable address)",
+			report.FormatInt(ci.Frames), report.FormatInt(ci.Local), report.FormatInt(ci.Unmapped)), "")
+		res.Add("frames sent / delivered", fmt.Sprintf("%s / %s", report.FormatUint(s.Requests), report.FormatUint(s.Completed)), "")
+		res.Add("broadcast/multicast frames", fmt.Sprintf("%s; %s copies sent, %s delivered", report.FormatInt(ci.Group),
+			report.FormatInt(ci.Copies), report.FormatInt(ci.CopiesDelivered)), "")
+		res.Add("frame bytes", fmt.Sprintf("%s on the wire, %s captured", report.FormatInt(s.IssuedBytes), report.FormatInt(ci.CapturedBytes)), "bytes")
+		order := func(fo replay.FlowOrder) string {
+			return fmt.Sprintf("%s of %s (ratio %s, max extent %d, max late %s, %s 3-reordered)",
+				report.FormatUint(fo.Reordered), report.FormatUint(fo.Received), report.FormatFloat(fo.ReorderedRatio, 4),
+				fo.Extent.Max, timeStr(fo.LateTimeNs), report.FormatUint(fo.ThreeReordered))
+		}
+		res.Add("flow packets reordered at NIC arrival", order(ci.FlowOrderBefore), "RFC 4737, before rearrangement")
+		res.Add("flow frames reordered at host delivery", order(ci.FlowOrder), fmt.Sprintf("after; %d flows x destination host", ci.FlowsMetered))
+	} else {
+		res.Add("requests issued / completed", fmt.Sprintf("%s / %s", report.FormatUint(s.Requests), report.FormatUint(s.Completed)), "")
+		res.Add("reads / writes", fmt.Sprintf("%s / %s", report.FormatUint(s.Reads), report.FormatUint(s.Writes)), "")
+		res.Add("issued bytes", report.FormatInt(s.IssuedBytes), "bytes")
+	}
 	res.Add("peak outstanding requests", report.FormatInt(int64(s.PeakOutstanding)), "")
 	if s.LateRecords > 0 {
 		res.Add("late (out-of-order) records", report.FormatUint(s.LateRecords), "")

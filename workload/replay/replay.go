@@ -5,6 +5,12 @@
 // the trace window, the driver, and RunReplay with its ReplaySummary
 // (schema fabemu.replay/v1). The mapping, semantics and metrics are
 // documented in docs/replay.md.
+//
+// Packet captures (pcap, pcapng, read by tracefmt/pcap) are the second
+// kind of replay source: each frame becomes a message between the hosts
+// of its endpoints, driven by the same look-ahead and summary (capture.go,
+// docs/capture.md). Either source can write what left the fabric as
+// pcapng (pcapout.go).
 package replay
 
 import (
@@ -19,7 +25,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gopacket/gopacket/layers"
+
 	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/fabric/topo"
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/internal/rng"
 	"github.com/fabemu/fabemu/internal/units"
@@ -82,6 +91,8 @@ type ReplayConfig struct {
 	InitiatorHosts int         `yaml:"initiator_hosts" json:"initiator_hosts" doc:"number N of hosts that issue requests, the lowest-numbered hosts that are not disks; 0 = every host that is not a disk (paper 004: 128 workstations)" paper:"004 §4.1"`
 	RequestBytes   units.Bytes `yaml:"request_bytes" json:"request_bytes" doc:"payload of the small messages: a read request (host to disk) and a write completion (disk to host); the data messages carry the record's size"`
 	ServiceTime    bool        `yaml:"service_time" json:"service_time" doc:"delay each reply at the disk by the record's traced service time divided by the compression factor (records without one reply at once); off = the disk replies when the request is delivered"`
+	MapBy          string      `yaml:"map_by" json:"map_by,omitempty" doc:"packet captures: the address that names an endpoint: auto (the MACs where the link type carries both, else the IP addresses), mac or ip"`
+	Map            string      `yaml:"map" json:"map,omitempty" doc:"packet captures: file of endpoint (MAC or IP address) to host index, YAML (.yaml, .yml: a mapping) or CSV (endpoint,host per line); several endpoints may share a host; empty = endpoints in order of first appearance onto a permutation of the hosts drawn from run.seed, refused if there are more endpoints than hosts"`
 }
 
 // ReplayRunConfig is the seed, binning and safety bound of a replay.
@@ -212,6 +223,11 @@ func (c *ReplaySimConfig) Validate() error {
 	case c.Run.DrainTimeout <= 0:
 		return fmt.Errorf("run.drain_timeout %v: must be positive", c.Run.DrainTimeout)
 	}
+	switch r.MapBy {
+	case "", MapByAuto, MapByMAC, MapByIP:
+	default:
+		return fmt.Errorf("replay.map_by %q: want auto, mac or ip", r.MapBy)
+	}
 	switch r.DeviceMap {
 	case DevDense, DevModulo:
 	default:
@@ -324,6 +340,9 @@ type request struct {
 	host, disk int
 	op         tracefmt.Op
 	size       int64
+	dev        uint32 // trace device, offset and record number, for the pcapng output
+	off        int64
+	rec        uint64
 	issue      des.Time
 	service    des.Time
 	atDisk     bool // the request (read) or data (write) reached the disk
@@ -379,6 +398,11 @@ type replayer struct {
 	drainDelivered          uint64
 	drainTimeout            des.Time
 	progress                ReplayProgress
+
+	// cap is the capture source (nil for a block trace); out the pcapng
+	// output (nil without one).
+	cap *captureSource
+	out *pcapOut
 }
 
 func (r *replayer) newRequest() *request {
@@ -408,7 +432,14 @@ func (r *replayer) count(s *[]int64, at des.Time) {
 // ever scheduled, so the engine holds a bounded look-ahead however long
 // the trace is.
 func (r *replayer) advance() {
-	rec, rel, err := r.win.next(r.rd)
+	var rec tracefmt.Record
+	var rel time.Duration
+	var err error
+	if r.cap != nil {
+		rel, err = r.cap.next()
+	} else {
+		rec, rel, err = r.win.next(r.rd)
+	}
 	if err != nil {
 		if err != io.EOF {
 			r.fail(err)
@@ -457,7 +488,15 @@ func (r *replayer) checkFinished() {
 func (r *replayer) Handle(ev *des.Event) {
 	switch ev.Op {
 	case opArrive:
-		r.issue(ev.At)
+		if r.cap != nil {
+			r.issueCapture(ev.At)
+		} else {
+			r.issue(ev.At)
+		}
+		if r.out != nil && r.out.err != nil {
+			r.fail(r.out.err)
+			return
+		}
 		r.advance()
 	case opReply:
 		r.pendingService--
@@ -519,6 +558,7 @@ func (r *replayer) issue(now des.Time) {
 	q.disk = r.disk(rec.Device)
 	q.host = r.initiator(rec)
 	q.op, q.size, q.issue = rec.Op, int64(rec.Size), now
+	q.dev, q.off, q.rec = rec.Device, rec.Offset, r.issued+1
 	if r.cfg.ServiceTime && rec.HasService {
 		s, err := compress(rec.Service, r.num)
 		if err != nil {
@@ -560,7 +600,16 @@ func (r *replayer) reply(q *request, now des.Time) {
 // fabric's delivery, so the reply is scheduled as an event rather than
 // sent from here.
 func (r *replayer) onDone(m *nic.Message, at des.Time) {
+	if cp, ok := m.Tag.(*frameCopy); ok {
+		r.captureDone(m, cp, at)
+		r.checkOut()
+		return
+	}
 	q := m.Tag.(*request)
+	if r.out != nil {
+		r.out.io(m, at, q, q.atDisk)
+		r.checkOut()
+	}
 	if !q.atDisk {
 		q.atDisk = true
 		r.pendingService++
@@ -626,7 +675,9 @@ type ReplaySummary struct {
 	Invariants                      ReplayInvariants   `json:"invariants"`
 	nic.DeliveryReport                                 // end-to-end delivery figures, flattened
 	Timeseries                      []ReplayBin        `json:"timeseries"`
-	Run                             *ReplayRunInfo     `json:"run,omitempty"`
+	// Capture is set for a packet-capture replay.
+	Capture *CaptureInfo   `json:"capture,omitempty"`
+	Run     *ReplayRunInfo `json:"run,omitempty"`
 }
 
 // TraceInfo says what was replayed.
@@ -679,19 +730,59 @@ type ReplayRunInfo struct {
 // request of the window completed (or a deadlock, a stall or a read error
 // stops it, which is returned with the partial summary).
 func RunReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, error) {
-	sum, _, err := runReplay(cfg, progress)
+	sum, _, err := runReplay(cfg, Options{Progress: progress})
 	return sum, err
 }
 
-// runReplay is RunReplay that also returns the session, for tests.
-func runReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, *model.Session, error) {
+// Options are what a replay reports to besides its summary.
+type Options struct {
+	// Progress is called as requests complete.
+	Progress ReplayProgress
+	// PcapOut, when W is set, receives what left the fabric as pcapng.
+	PcapOut PcapOut
+}
+
+// RunReplayWith is RunReplay with options. A block-I/O trace or a packet
+// capture (pcap, pcapng; docs/capture.md) is replayed according to the
+// trace's format.
+func RunReplayWith(cfg ReplaySimConfig, opts Options) (*ReplaySummary, error) {
+	sum, _, err := runReplay(cfg, opts)
+	return sum, err
+}
+
+// runReplay is RunReplayWith that also returns the session, for tests.
+func runReplay(cfg ReplaySimConfig, opts Options) (*ReplaySummary, *model.Session, error) {
+	progress := opts.Progress
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
 	cfg.NIC.Delivery.Mode, cfg.Routing.Mode = cfg.NIC.Delivery.Effective(cfg.Routing.Mode)
 	num, _ := compressionNum(cfg.Replay.Compression)
 	wallStart := time.Now()
-	scan, err := cfg.Replay.ScanTrace()
+	isCap, err := cfg.Replay.IsCapture()
+	if err != nil {
+		return nil, nil, err
+	}
+	var scan TraceScan
+	var cscan captureScan
+	if isCap {
+		// The endpoints are placed during the scan, which needs the host
+		// count: build the topology once for it.
+		t, terr := topo.Build(cfg.Topology)
+		if terr != nil {
+			return nil, nil, fmt.Errorf("topology: %w", terr)
+		}
+		cscan, err = cfg.scanCapture(t.NumHosts())
+		scan = cscan.TraceScan
+		if err == nil && cscan.sent == 0 && scan.Records > 0 {
+			err = fmt.Errorf("replay: none of the %d frames in the window enters the fabric (all local to one host or without a usable address; see replay.map_by)", scan.Records)
+		}
+	} else {
+		if cfg.Replay.Map != "" || cfg.Replay.MapBy != "" {
+			return nil, nil, fmt.Errorf("replay.map and replay.map_by apply to packet captures; %s is a block-I/O trace", cfg.Replay.TraceName())
+		}
+		scan, err = cfg.Replay.ScanTrace()
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -707,20 +798,54 @@ func runReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, *m
 	if bin == 0 {
 		bin = max(span/50, des.Microsecond)
 	}
-	s, err := model.NewSession(cfg.Topology, cfg.Routing, cfg.Fabric, cfg.NIC, 0, des.Never, bin)
+	var out *pcapOut
+	if opts.PcapOut.W != nil {
+		link := layers.LinkTypeEthernet
+		if isCap {
+			link = layers.LinkType(cscan.link)
+		}
+		out = newPcapOut(opts.PcapOut, link)
+	}
+	var ep *tapEndpoint
+	if out != nil || isCap {
+		ep = &tapEndpoint{out: out}
+	}
+	s, err := newSession(cfg, bin, ep)
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := newReplayer(s, cfg, num)
+	if out != nil {
+		if err := out.start(s.Topo.NumHosts()); err != nil {
+			return nil, nil, err
+		}
+	}
+	var r *replayer
+	if isCap {
+		r, err = newCaptureReplayer(s, cfg, num, cscan, out != nil)
+	} else {
+		r, err = newReplayer(s, cfg, num)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	defer r.rd.Close()
+	r.out = out
+	if isCap {
+		ep.cap = r.cap
+	}
+	defer r.close()
 	r.total, r.progress = uint64(scan.Records), progress
+	if isCap {
+		r.total = uint64(cscan.sent)
+	}
 	simStart := time.Now()
 	r.advance()
 	for !r.finished && r.err == nil && s.Fabric.Deadlock == nil && s.Eng.Pending() > 0 {
 		s.Eng.RunUntil(des.Never)
+	}
+	if out != nil {
+		if err := out.close(); err != nil && r.err == nil {
+			r.err = err
+		}
 	}
 	wall := time.Since(simStart).Seconds()
 	sum := r.summarize(cfg, scan)
@@ -738,6 +863,36 @@ func runReplay(cfg ReplaySimConfig, progress ReplayProgress) (*ReplaySummary, *m
 		return sum, s, fmt.Errorf("replay stopped with %d of %d requests complete", r.completed, r.issued)
 	}
 	return sum, s, nil
+}
+
+// close releases the trace or capture reader.
+func (r *replayer) close() {
+	if r.cap != nil {
+		r.cap.rd.Close()
+		return
+	}
+	r.rd.Close()
+}
+
+// checkOut stops the run on the pcapng output's first error.
+func (r *replayer) checkOut() {
+	if r.out != nil && r.out.err != nil {
+		r.fail(r.out.err)
+	}
+}
+
+// newCaptureReplayer drives the network from a packet capture; the
+// engine-driving code (look-ahead, drain check, bins, summary) is the
+// block-trace replayer's.
+func newCaptureReplayer(s *model.Session, cfg ReplaySimConfig, num uint64, sc captureScan, keep bool) (*replayer, error) {
+	c, err := newCaptureSource(cfg, sc, keep)
+	if err != nil {
+		return nil, err
+	}
+	r := &replayer{s: s, eng: s.Eng, nw: s.Net, cfg: cfg.Replay, num: num, cap: c,
+		binWidth: s.Metrics.BinWidth, drainTimeout: cfg.Run.DrainTimeout}
+	r.doneFn = r.onDone
+	return r, nil
 }
 
 func newReplayer(s *model.Session, cfg ReplaySimConfig, num uint64) (*replayer, error) {
@@ -798,10 +953,10 @@ func (r *replayer) summarize(cfg ReplaySimConfig, scan TraceScan) *ReplaySummary
 	sw := float64(s.Topo.NumSwitches())
 	sum := &ReplaySummary{Schema: ReplaySchema, Config: cfg,
 		Topology: s.TopologySummary(), Routing: s.RoutingSummary(),
-		Trace: TraceInfo{Format: string(r.rd.Format()), Compression: cfg.Replay.Compression,
+		Trace: TraceInfo{Format: string(r.format()), Compression: cfg.Replay.Compression,
 			FromNs: float64(cfg.Replay.From), ToNs: float64(cfg.Replay.To), Records: scan.Records, Skipped: scan.Skipped,
 			SpanNs: float64(scan.Span), Devices: len(r.devIdx), Initiators: len(r.initIdx)},
-		Mapping:  MappingInfo{DiskHosts: r.disks, InitiatorHosts: len(r.inits), Initiators: cfg.Replay.Initiators, DeviceMap: cfg.Replay.DeviceMap},
+		Mapping:  r.mapping(cfg),
 		Requests: r.issued, Completed: r.completed, Reads: r.reads, Writes: r.writes, IssuedBytes: r.issuedBytes,
 		LateRecords: r.late, PeakOutstanding: r.peak,
 		TraceExecutionTimeNs: r.lastDone.Nanoseconds(), LastIssueNs: r.lastAt.Nanoseconds(),
@@ -825,7 +980,24 @@ func (r *replayer) summarize(cfg ReplaySimConfig, scan TraceScan) *ReplaySummary
 	iv.OK = iv.OK && iv.AllCompleted
 	sum.Invariants = iv
 	sum.Timeseries = r.timeseries(sw)
+	if r.cap != nil {
+		sum.Capture = r.cap.summary()
+	}
 	return sum
+}
+
+func (r *replayer) format() tracefmt.Format {
+	if r.cap != nil {
+		return r.cap.rd.Format()
+	}
+	return r.rd.Format()
+}
+
+func (r *replayer) mapping(cfg ReplaySimConfig) MappingInfo {
+	if r.cap != nil {
+		return MappingInfo{DiskHosts: []int{}, Initiators: "capture endpoints", DeviceMap: "none"}
+	}
+	return MappingInfo{DiskHosts: r.disks, InitiatorHosts: len(r.inits), Initiators: cfg.Replay.Initiators, DeviceMap: cfg.Replay.DeviceMap}
 }
 
 // TraceName returns the name reports use for the configured trace.

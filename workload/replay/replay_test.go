@@ -333,7 +333,7 @@ func TestReplayMapping(t *testing.T) {
 			c := replayCfg(t, func(c *ReplaySimConfig) {
 				c.Replay.Limit, c.Replay.DiskHosts, c.Replay.InitiatorHosts, c.Replay.Initiators = 500, []int{5, 77}, 4, mode
 			})
-			s, sess, err := runReplay(c, nil)
+			s, sess, err := runReplay(c, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
