@@ -1,11 +1,15 @@
-// Package emu is the emulation core of the fabemu daemon: it joins TAP
-// devices (nic/tap) to a fabric model (model.Session) paced by the wall clock
-// (des.Pacer).
+// Package emu is the emulation core of the fabemu daemon: it joins frame
+// ports (nic/frameport: TAP devices from nic/tap in the daemon, in-memory
+// ports from nic/frameport/porttest in tests) to a fabric model
+// (model.Session) paced by the wall clock (des.Pacer).
 //
 // It owns:
-//   - the host table: which fabric host each TAP device is attached to, and
-//     which TAP owns each MAC address (from the devices' own MACs and learnt
-//     from the source address of every frame);
+//   - the TAP devices' setup: New creates them from the configuration;
+//     NewWithPorts attaches ports made elsewhere. Past setup the frame path
+//     knows only the frame-port contract;
+//   - the host table: which fabric host each port (a TAP) is attached to,
+//     and which TAP owns each MAC address (from the ports' own MACs and
+//     learnt from the source address of every frame);
 //   - the frame path: a frame read from a TAP becomes one fabric message per
 //     destination (Ethernet unicast to the TAP owning the MAC; broadcast and
 //     multicast replicated to every other TAP; unknown unicast counted and
@@ -44,24 +48,28 @@ import (
 	simmodel "github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic"
 	"github.com/fabemu/fabemu/nic/ether"
+	"github.com/fabemu/fabemu/nic/frameport"
 	"github.com/fabemu/fabemu/nic/tap"
 	"github.com/fabemu/fabemu/reorder"
 	"github.com/fabemu/fabemu/workload/synth"
 	"go.uber.org/zap"
 )
 
-// port is one TAP device attached to a fabric host.
+// port is one frame port (a TAP device) attached to a fabric host.
 type port struct {
 	idx  int
 	host int
 	cfg  TAPConfig
-	dev  *tap.Device
+	dev  frameport.Port
 
 	// admission gate: bytes read and not yet delivered everywhere.
 	mu          sync.Mutex
 	cond        *sync.Cond
 	outstanding int
 	stalls      atomic.Uint64
+	// readerStalls counts the reader's waits for room in the pacer's input
+	// queue (the device's own Stats.Stalls counts its other waits).
+	readerStalls atomic.Uint64
 
 	// loop-owned wall-clock timing of frames read from this device, ns
 	tSubmit, tIngress, tModel, tEgress hist.Hist
@@ -74,7 +82,7 @@ type port struct {
 
 // frameRef is a frame read from a TAP and the copies of it in the fabric.
 type frameRef struct {
-	f    *tap.Frame
+	f    *frameport.Frame
 	src  *port
 	cost int
 	refs int
@@ -125,6 +133,81 @@ type Emulator struct {
 // of the same names). Nothing runs until Start. On error, everything it
 // created is removed.
 func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
+	e, err := newEmulator(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	log = e.log
+	// Devices last: they are the side effects.
+	for _, p := range e.ports {
+		tc, _ := p.cfg.tapConfig()
+		tc.TxQueueLen = cfg.TxQueue
+		tc.Logger = log
+		if p.cfg.OwnNetns && netnsutil.Exists(p.cfg.Netns) {
+			log.Warn("reclaiming stale network namespace left by an earlier run", zap.String("netns", p.cfg.Netns))
+			if err := netnsutil.Delete(p.cfg.Netns); err != nil {
+				e.closeDevices()
+				return nil, fmt.Errorf("reclaiming namespace %s: %w", p.cfg.Netns, err)
+			}
+		}
+		d, err := tap.Create(tc)
+		if err != nil {
+			e.closeDevices()
+			return nil, err
+		}
+		p.dev = d
+		log.Info("TAP device ready", zap.String("tap", d.Name()), zap.String("netns", d.Netns()),
+			zap.Stringer("mac", d.MAC()), zap.Int("host", p.host), zap.Bool("reclaimed", d.Reclaimed()))
+	}
+	if err := e.attach(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// NewWithPorts builds the model and attaches ports[i] where cfg.TAPs[i]
+// says (its host; the port's name must be the entry's name), instead of
+// creating TAP devices: the configuration's device fields (MAC, MTU,
+// namespace, addresses) are the ports' business. It takes ownership of
+// the ports: they are closed on error and by Close. Nothing runs until
+// Start.
+func NewWithPorts(cfg RunConfig, ports []frameport.Port, log *zap.Logger) (*Emulator, error) {
+	closeAll := func() {
+		for _, fp := range ports {
+			_ = fp.Close()
+		}
+	}
+	if len(ports) != len(cfg.TAPs) {
+		closeAll()
+		return nil, fmt.Errorf("%d frame ports for %d taps in the configuration", len(ports), len(cfg.TAPs))
+	}
+	for i, fp := range ports {
+		if fp == nil || fp.Name() != cfg.TAPs[i].Name {
+			closeAll()
+			name := "<nil>"
+			if fp != nil {
+				name = fp.Name()
+			}
+			return nil, fmt.Errorf("frame port %d is %q, taps[%d] is %q", i, name, i, cfg.TAPs[i].Name)
+		}
+	}
+	e, err := newEmulator(cfg, log)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	for i, p := range e.ports {
+		p.dev = ports[i]
+	}
+	if err := e.attach(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// newEmulator builds the model, the host table and the background load,
+// with no port attached yet.
+func newEmulator(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -172,38 +255,28 @@ func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 			return nil, fmt.Errorf("background: %w", err)
 		}
 	}
-	// Devices last: they are the side effects.
+	return e, nil
+}
+
+// attach enters the ports' own MACs in the host table and makes the pacer;
+// on error it closes the ports.
+func (e *Emulator) attach() error {
 	for _, p := range e.ports {
-		tc, _ := p.cfg.tapConfig()
-		tc.TxQueueLen = cfg.TxQueue
-		tc.Logger = log
-		if p.cfg.OwnNetns && netnsutil.Exists(p.cfg.Netns) {
-			log.Warn("reclaiming stale network namespace left by an earlier run", zap.String("netns", p.cfg.Netns))
-			if err := netnsutil.Delete(p.cfg.Netns); err != nil {
-				e.closeDevices()
-				return nil, fmt.Errorf("reclaiming namespace %s: %w", p.cfg.Netns, err)
-			}
+		if mac := p.dev.MAC(); mac != (ether.MAC{}) {
+			e.macs[mac] = p
 		}
-		d, err := tap.Create(tc)
-		if err != nil {
-			e.closeDevices()
-			return nil, err
-		}
-		p.dev = d
-		e.macs[d.MAC()] = p
-		log.Info("TAP device ready", zap.String("tap", d.Name()), zap.String("netns", d.Netns()),
-			zap.Stringer("mac", d.MAC()), zap.Int("host", p.host), zap.Bool("reclaimed", d.Reclaimed()))
 	}
 	// The pacer maps simulated time zero to now, after the devices are
 	// ready, so that setting them up does not count as lag.
-	e.pacer, err = des.NewPacer(sess.Eng, des.PacerConfig{Dilation: cfg.Pacing.Dilation,
-		LagThreshold: time.Duration(cfg.Pacing.LagThreshold), Spin: time.Duration(cfg.Pacing.Spin),
-		PreciseTimer: cfg.Pacing.PreciseTimer})
+	var err error
+	e.pacer, err = des.NewPacer(e.sess.Eng, des.PacerConfig{Dilation: e.cfg.Pacing.Dilation,
+		LagThreshold: time.Duration(e.cfg.Pacing.LagThreshold), Spin: time.Duration(e.cfg.Pacing.Spin),
+		PreciseTimer: e.cfg.Pacing.PreciseTimer})
 	if err != nil {
 		e.closeDevices()
-		return nil, err
+		return err
 	}
-	return e, nil
+	return nil
 }
 
 // Start runs the pacer loop and starts every device's reader and writer.
@@ -211,7 +284,7 @@ func (e *Emulator) Start() error {
 	e.start = time.Now()
 	go func() { e.loopErr <- e.pacer.Run() }()
 	for _, p := range e.ports {
-		if err := p.dev.StartFunc(func(f *tap.Frame) bool { return e.submit(p, f) }); err != nil {
+		if err := p.dev.StartFunc(func(f *frameport.Frame) bool { return e.submit(p, f) }); err != nil {
 			return err
 		}
 	}
@@ -222,7 +295,7 @@ func (e *Emulator) Start() error {
 // the fabric, then hands the frame straight to the pacer's input queue. It
 // returns false (the reader refuses the frame and stops) once the emulator
 // is stopping.
-func (e *Emulator) submit(p *port, f *tap.Frame) bool {
+func (e *Emulator) submit(p *port, f *frameport.Frame) bool {
 	cost := len(f.Data)
 	if !e.acquire(p, cost) {
 		return false
@@ -230,7 +303,7 @@ func (e *Emulator) submit(p *port, f *tap.Frame) bool {
 	sub := time.Now()
 	waited, err := e.pacer.SubmitWait(des.Input{At: f.At, Fn: func(at des.Time) { e.ingress(p, f, cost, at, sub) }})
 	if waited {
-		p.dev.AddStalls(1)
+		p.readerStalls.Add(1)
 	}
 	if err != nil {
 		e.release(p, cost)
@@ -267,7 +340,7 @@ func (e *Emulator) release(p *port, cost int) {
 }
 
 // ingress turns a frame into one message per destination (loop goroutine).
-func (e *Emulator) ingress(p *port, f *tap.Frame, cost int, at des.Time, sub time.Time) {
+func (e *Emulator) ingress(p *port, f *frameport.Frame, cost int, at des.Time, sub time.Time) {
 	now := time.Now()
 	p.tSubmit.Add(int64(sub.Sub(f.At)))
 	p.tIngress.Add(int64(now.Sub(sub)))
@@ -399,8 +472,8 @@ func (e *Emulator) stopReading() {
 	}
 }
 
-// Close stops the loop and removes every device (and namespace) the
-// emulator created. It is idempotent.
+// Close stops the loop and closes every port, which removes every device
+// (and namespace) the emulator created. It is idempotent.
 func (e *Emulator) Close() error {
 	e.closeOnce.Do(func() {
 		e.stopReading()
@@ -426,7 +499,7 @@ func (e *Emulator) closeDevices() error {
 	return errors.Join(errs...)
 }
 
-// Devices returns the names of the TAP devices, in config order.
+// Devices returns the names of the ports (TAP devices), in config order.
 func (e *Emulator) Devices() []string {
 	var out []string
 	for _, p := range e.ports {

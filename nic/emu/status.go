@@ -6,7 +6,7 @@ import (
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/nic"
-	"github.com/fabemu/fabemu/nic/tap"
+	"github.com/fabemu/fabemu/nic/frameport"
 	"github.com/fabemu/fabemu/reorder"
 )
 
@@ -48,7 +48,7 @@ type HostStatus struct {
 	Netns string `json:"netns,omitempty"`
 	MAC   string `json:"mac"`
 	Host  int    `json:"host"`
-	// Device counters (nic/tap): frames read and written, refusals by cause.
+	// Port counters (nic/frameport): frames read and written, refusals by cause.
 	FramesIn   uint64            `json:"frames_in"`
 	BytesIn    uint64            `json:"bytes_in"`
 	FramesOut  uint64            `json:"frames_out"`
@@ -141,10 +141,10 @@ func (e *Emulator) status() *Status {
 	st.NIC = s.DeliveryReport()
 	for _, p := range e.ports {
 		ds := p.dev.Stats()
-		h := HostStatus{TAP: p.cfg.Name, Netns: p.dev.Netns(), MAC: p.dev.MAC().String(), Host: p.host,
+		h := HostStatus{TAP: p.cfg.Name, Netns: p.cfg.Netns, MAC: p.dev.MAC().String(), Host: p.host,
 			FramesIn: ds.FramesIn, BytesIn: ds.BytesIn, FramesOut: ds.FramesOut, BytesOut: ds.BytesOut,
 			InRefused: causes(ds.InRefused), OutRefused: causes(ds.OutRefused),
-			ReaderStalls: ds.Stalls, AdmitStalls: p.stalls.Load(),
+			ReaderStalls: ds.Stalls + p.readerStalls.Load(), AdmitStalls: p.stalls.Load(),
 			ToFabric: p.toFabric, ToFabricBytes: p.toFabricBytes, UnknownUnicast: p.unknownUnicast, ToSelf: p.toSelf,
 			Delivered: p.delivered, WriteRefused: p.writeRefused}
 		wt := p.dev.WriteTiming()
@@ -164,10 +164,10 @@ func (e *Emulator) status() *Status {
 	return st
 }
 
-func causes(c [tap.NumCauses]uint64) map[string]uint64 {
+func causes(c [frameport.NumCauses]uint64) map[string]uint64 {
 	m := map[string]uint64{}
 	for i, v := range c {
-		m[tap.Cause(i).String()] = v
+		m[frameport.Cause(i).String()] = v
 	}
 	return m
 }

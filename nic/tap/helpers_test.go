@@ -96,7 +96,7 @@ func (p *pair) forward(t testing.TB) {
 		for {
 			select {
 			case f := <-p.in:
-				if f.Dev == p.a {
+				if f.Port == p.a {
 					p.forwarded[0]++
 					_ = p.b.Send(f)
 				} else {

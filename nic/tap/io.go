@@ -8,93 +8,39 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/nic/ether"
+	"github.com/fabemu/fabemu/nic/frameport"
 	"go.uber.org/zap"
 )
 
-// Frame is one Ethernet frame crossing the TAP boundary, in a pooled buffer.
-// Whoever holds a Frame owns it until they pass it to Send (which takes
-// ownership) or call Release.
-type Frame struct {
-	// Data is the frame from the destination MAC on (no packet-information
-	// header, no FCS).
-	Data []byte
-	// At is the wall-clock time the read returned (zero for frames from
-	// NewFrame). For a frame given to Send, a non-zero At is the time it
-	// became ready to write: the writer then records how long it waited in
-	// the queue and how long the write took (Device.WriteTiming).
-	At time.Time
-	// Header is Data's parsed Ethernet header.
-	Header ether.Header
-	// Dev is the device the frame was read from or allocated by.
-	Dev *Device
-
-	buf []byte
-}
-
-// Release returns f's buffer to its device's pool. f must not be used
-// afterwards.
-func (f *Frame) Release() {
-	d := f.Dev
-	f.Data, f.Dev, f.At = nil, nil, time.Time{}
-	if d != nil {
-		d.pool.Put(f)
-	}
-}
+// Frame is one Ethernet frame crossing the TAP boundary, in a pooled buffer
+// (the frame-port contract's frame; Frame.Port is the *Device it was read
+// from or allocated by). Whoever holds a Frame owns it until they pass it to
+// Send (which takes ownership) or call Release.
+type Frame = frameport.Frame
 
 // NewFrame returns an empty pooled frame whose Data can grow (with append)
 // up to the device's largest valid frame without reallocating.
-func (d *Device) NewFrame() *Frame {
-	f := d.pool.Get().(*Frame)
-	f.Dev = d
-	f.Data = f.buf[:0]
-	return f
-}
+func (d *Device) NewFrame() *Frame { return d.pool.Get() }
 
-// Cause is why a frame was refused at the boundary.
-type Cause int
+// Cause is why a frame was refused at the boundary (the contract's causes).
+type Cause = frameport.Cause
 
 // Refusal causes.
 const (
-	CauseQueueFull  Cause = iota // the writer queue was full
-	CauseTooShort                // shorter than its Ethernet header
-	CauseTooLong                 // payload longer than the MTU
-	CauseWriteError              // the kernel refused the write (e.g. device down)
-	CauseClosed                  // offered or read while the device was closing
-	NumCauses
+	CauseQueueFull  = frameport.CauseQueueFull  // the writer queue was full
+	CauseTooShort   = frameport.CauseTooShort   // shorter than its Ethernet header
+	CauseTooLong    = frameport.CauseTooLong    // payload longer than the MTU
+	CauseWriteError = frameport.CauseWriteError // the kernel refused the write (e.g. device down)
+	CauseClosed     = frameport.CauseClosed     // offered or read while the device was closing
+	NumCauses       = frameport.NumCauses
 )
 
-var causeNames = [NumCauses]string{"queue_full", "too_short", "too_long", "write_error", "closed"}
-
-// String returns the cause's metric label, e.g. "queue_full".
-func (c Cause) String() string {
-	if c < 0 || c >= NumCauses {
-		return fmt.Sprintf("cause(%d)", int(c))
-	}
-	return causeNames[c]
-}
-
-// Stats is a snapshot of a device's boundary counters.
-type Stats struct {
-	// FramesIn and BytesIn count valid frames read from the TAP and handed
-	// (or, while the reader is blocked, being handed) to the inbound channel;
-	// a frame abandoned at Close moves to InRefused[CauseClosed].
-	FramesIn, BytesIn uint64
-	// FramesOut and BytesOut count frames written to the TAP.
-	FramesOut, BytesOut uint64
-	// Stalls counts how often the reader found the inbound channel full and
-	// stopped reading until the consumer took a frame (backpressure, no loss).
-	Stalls uint64
-	// ReadErrors counts failed reads (the reader stops on the first one
-	// other than Close; see Device.Err).
-	ReadErrors uint64
-	// InRefused counts frames read from the TAP and dropped, by cause
-	// (too_short, too_long, closed).
-	InRefused [NumCauses]uint64
-	// OutRefused counts frames offered to Send and not written, by cause.
-	OutRefused [NumCauses]uint64
-}
+// Stats is a snapshot of a device's boundary counters. Stalls counts how
+// often the reader found the inbound channel full (Start) or a StartFunc
+// handler reported a wait (AddStalls); ReadErrors ends the reader (see
+// Device.Err); InRefused counts too_short, too_long and closed.
+type Stats = frameport.Stats
 
 type counters struct {
 	framesIn, bytesIn, framesOut, bytesOut atomic.Uint64
@@ -107,14 +53,9 @@ type counters struct {
 }
 
 // WriteTiming is where the time of frames sent with a non-zero Frame.At
-// went on the way out, in nanoseconds of wall time.
-type WriteTiming struct {
-	// Queue is from Frame.At to the writer taking the frame from its queue
-	// (the writer's wake-up and the frames ahead of it).
-	Queue hist.Hist
-	// Write is the write system call.
-	Write hist.Hist
-}
+// went on the way out, in nanoseconds of wall time; Write is the write
+// system call.
+type WriteTiming = frameport.WriteTiming
 
 // WriteTiming returns a copy of the writer's timing histograms.
 func (d *Device) WriteTiming() WriteTiming {
@@ -162,17 +103,19 @@ func (r *rateLimit) allow(now time.Time) (ok bool, suppressed uint64) {
 
 // Errors returned by Send and Write. Frame-size errors are ether.ErrTooShort
 // and ether.ErrTooLong.
+// They are the contract's errors, so a consumer of any frame port compares
+// with the same values.
 var (
-	ErrQueueFull = errors.New("tap: writer queue full")
-	ErrClosed    = errors.New("tap: device closed")
-	ErrStarted   = errors.New("tap: already started")
+	ErrQueueFull = frameport.ErrQueueFull
+	ErrClosed    = frameport.ErrClosed
+	ErrStarted   = frameport.ErrStarted
 )
 
 // Start launches the reader and the writer. The reader hands every valid
 // frame to in, blocking while in is full: it then reads nothing more, so the
 // kernel's TAP queue holds further frames (and drops past its own limit,
 // counted by the kernel as the device's tx_dropped). in may be shared by
-// several devices (Frame.Dev tells them apart); its capacity is the bound.
+// several devices (Frame.Port tells them apart); its capacity is the bound.
 // The consumer owns received frames and must Release or Send them.
 func (d *Device) Start(in chan<- *Frame) error {
 	if in == nil {
@@ -226,7 +169,8 @@ func (d *Device) readLoop(handle func(*Frame) bool) {
 	defer d.readerWG.Done()
 	for {
 		f := d.NewFrame()
-		n, err := d.file.Read(f.buf)
+		buf := f.Data[:cap(f.Data)]
+		n, err := d.file.Read(buf)
 		at := time.Now()
 		if err != nil {
 			f.Release()
@@ -244,11 +188,11 @@ func (d *Device) readLoop(handle func(*Frame) bool) {
 			d.log.Error("reader stopped", zap.Error(err))
 			return
 		}
-		if n > len(f.buf) { // the kernel reports a frame longer than the buffer
+		if n > len(buf) { // the kernel reports a frame longer than the buffer
 			d.refuseIn(f, CauseTooLong, n)
 			continue
 		}
-		f.Data = f.buf[:n]
+		f.Data = buf[:n]
 		h, err := ether.Validate(f.Data, d.mtu)
 		if err != nil {
 			c := CauseTooShort
@@ -329,7 +273,7 @@ func (d *Device) Send(f *Frame) error {
 // Write copies p into a pooled frame and Sends it.
 func (d *Device) Write(p []byte) error {
 	f := d.NewFrame()
-	if len(p) > len(f.buf) {
+	if len(p) > cap(f.Data) {
 		f.Data = p // not retained: Send refuses it as too long
 	} else {
 		f.Data = append(f.Data, p...)

@@ -41,6 +41,7 @@ import (
 
 	"github.com/fabemu/fabemu/internal/netnsutil"
 	"github.com/fabemu/fabemu/nic/ether"
+	"github.com/fabemu/fabemu/nic/frameport"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"go.uber.org/zap"
@@ -123,8 +124,9 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Device is one TAP device with its reader and writer. Its methods are safe
-// for concurrent use.
+// Device is one TAP device with its reader and writer: a frame port
+// (nic/frameport) whose source and sink is the kernel's TAP queue. Its
+// methods are safe for concurrent use.
 type Device struct {
 	name      string
 	mac       ether.MAC
@@ -135,7 +137,7 @@ type Device struct {
 	log       *zap.Logger
 
 	file   *os.File // queue 0, non-blocking, registered with the runtime poller
-	pool   sync.Pool
+	pool   *frameport.Pool
 	bufLen int // read buffer: the longest valid frame plus one byte
 
 	txMu     sync.RWMutex // guards txClosed against Send racing Close
@@ -153,6 +155,9 @@ type Device struct {
 
 	ctr counters
 }
+
+// A Device is a frame port.
+var _ frameport.Port = (*Device)(nil)
 
 // Create reclaims a stale device of the same name, creates the TAP device,
 // sets its MAC and MTU, moves it into cfg.Netns if set, adds cfg.Addrs and
@@ -182,7 +187,7 @@ func Create(cfg Config) (d *Device, err error) {
 	}
 	d.txq = make(chan *Frame, qlen)
 	d.bufLen = ether.MaxFrameLen(d.mtu) + 1 // one spare byte shows an over-long read
-	d.pool.New = func() any { return &Frame{buf: make([]byte, d.bufLen)} }
+	d.pool = frameport.NewPool(d, d.bufLen)
 
 	// Undo on failure, in reverse order.
 	var undo []func()
