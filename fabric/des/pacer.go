@@ -407,6 +407,14 @@ func (p *Pacer) poll() time.Time {
 		if fired < 4096 && len(p.in) == 0 {
 			return now
 		}
+		// Far behind the wall clock, a batch may follow a batch for a long
+		// time: Stop must still be honoured between batches, or a daemon
+		// that cannot keep up never exits.
+		select {
+		case <-p.stop:
+			return now
+		default:
+		}
 		now = p.clock.Now()
 	}
 }

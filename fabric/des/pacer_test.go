@@ -331,3 +331,39 @@ func TestHRTimer(t *testing.T) {
 	case <-time.After(40 * time.Millisecond):
 	}
 }
+
+// ticker reschedules itself every nanosecond of simulated time: a model
+// that can never catch up with a wall clock an hour ahead.
+type ticker struct{ eng *Engine }
+
+func (k *ticker) Handle(*Event) { k.eng.After(Nanosecond, k, 0, 0, nil) }
+
+// TestPacerStopsWhileFarBehind: a pacer with an endless backlog still
+// returns from Run soon after Stop (it used to return only once caught up,
+// so a daemon that fell behind hung on SIGTERM).
+func TestPacerStopsWhileFarBehind(t *testing.T) {
+	c := newFakeClock()
+	eng := New()
+	p, err := NewPacer(eng, PacerConfig{Clock: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.Schedule(0, &ticker{eng}, 0, 0, nil)
+	c.Advance(time.Hour)
+	errc := make(chan error, 1)
+	go func() { errc <- p.Run() }()
+	time.Sleep(20 * time.Millisecond) // let it start on the backlog
+	start := time.Now()
+	p.Stop()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("Run returned %v after Stop", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10 s of Stop with a backlog")
+	}
+}
