@@ -256,7 +256,10 @@ func listenAPI(path string) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("api socket %s: %w", path, err)
 	}
-	if _, err := os.Stat(path); err == nil {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("api socket %s: a %s is there, not a socket; refusing to replace it (remove it or choose another --socket)", path, fileKind(fi))
+		}
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 			c.Close()
 			return nil, fmt.Errorf("api socket %s: another daemon is running (it answers on the socket)", path)
@@ -276,6 +279,20 @@ func listenAPI(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return ln, nil
+}
+
+// fileKind names what a non-socket path is, for messages.
+func fileKind(fi os.FileInfo) string {
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	case m.IsRegular():
+		return "regular file"
+	default:
+		return "special file"
+	}
 }
 
 func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo bool) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -217,4 +218,57 @@ func TestDaemonClearErrors(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(lines[0], "missing privileges") || !strings.Contains(lines[0], "CAP_NET_ADMIN") {
 		t.Errorf("missing privileges: want one clear line, got %q", lines)
 	}
+}
+
+// TestListenAPISocketPath: the control socket replaces only a stale
+// socket; a regular file, a directory or a symbolic link at the path is
+// refused and left as it was, and a socket a daemon answers on is refused.
+func TestListenAPISocketPath(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "empty-dir")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, kind string }{{file, "regular file"}, {sub, "directory"}, {link, "symbolic link"}} {
+		if ln, err := listenAPI(tc.path); err == nil {
+			ln.Close()
+			t.Errorf("%s: accepted", tc.path)
+		} else if !strings.Contains(err.Error(), "a "+tc.kind+" is there, not a socket") {
+			t.Errorf("%s: %v", tc.path, err)
+		}
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "keep me" {
+		t.Errorf("the regular file changed: %q, %v", b, err)
+	}
+	if fi, err := os.Stat(sub); err != nil || !fi.IsDir() {
+		t.Errorf("the directory is gone: %v", err)
+	}
+	// A live socket is refused; once its listener is gone the stale file is
+	// replaced.
+	sock := filepath.Join(dir, "api.sock")
+	live, err := listenAPI(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ln, err := listenAPI(sock); err == nil {
+		ln.Close()
+		t.Error("a live socket was replaced")
+	} else if !strings.Contains(err.Error(), "another daemon is running") {
+		t.Errorf("live socket: %v", err)
+	}
+	live.(*net.UnixListener).SetUnlinkOnClose(false)
+	live.Close()
+	again, err := listenAPI(sock)
+	if err != nil {
+		t.Fatalf("stale socket not replaced: %v", err)
+	}
+	again.Close()
 }
