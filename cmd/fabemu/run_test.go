@@ -272,3 +272,42 @@ func TestListenAPISocketPath(t *testing.T) {
 	}
 	again.Close()
 }
+
+// TestSecondDaemonRefused: a second daemon configured with the same TAP
+// devices and namespaces is refused with one line naming what is in use,
+// and the first keeps working (it used to delete the first daemon's
+// namespaces as stale).
+func TestSecondDaemonRefused(t *testing.T) {
+	privtest.Require(t, "TAP devices and network namespaces")
+	bin := buildBinary(t)
+	id := fmt.Sprint(os.Getpid()%100000 + 1)
+	cfg, sock, nss := daemonConfig(t, t.TempDir(), id)
+	cleanupNamespaces(t, nss)
+	first := startDaemon(t, bin, cfg, sock)
+	pingOnce(t, nss[0], "10.252.0.2")
+
+	cfg2, _, _ := daemonConfig(t, t.TempDir(), id) // same devices, another socket
+	cmd := exec.Command(bin, "run", "--config", cfg2)
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the second daemon did not stop within 20 s")
+	}
+	if err == nil {
+		t.Fatalf("the second daemon started:\n%s", out)
+	}
+	if !strings.Contains(string(out), "refusing to delete it") || !strings.Contains(string(out), nss[0]) {
+		t.Errorf("second daemon's error does not name the namespace in use:\n%s", out)
+	}
+	select {
+	case err := <-first.done:
+		t.Fatalf("the first daemon exited: %v\n%s", err, first.stderr)
+	default:
+	}
+	pingOnce(t, nss[0], "10.252.0.2")
+}

@@ -16,10 +16,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // Dir is where named network namespaces are bind-mounted (iproute2's convention).
@@ -159,4 +161,37 @@ func Handle(name string) (*netlink.Handle, error) {
 		return nil, fmt.Errorf("netns: netlink handle in %q: %w", name, err)
 	}
 	return h, nil
+}
+
+// Holders returns the processes whose network namespace is the named
+// namespace (by the device and inode of /proc/PID/ns/net), so that a
+// namespace a live process uses is never deleted as stale. Processes that
+// vanish while it looks are skipped.
+func Holders(name string) ([]int, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	var want unix.Stat_t
+	if err := unix.Stat(Path(name), &want); err != nil {
+		return nil, fmt.Errorf("netns: %w", &os.PathError{Op: "stat", Path: Path(name), Err: err})
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("netns: listing processes: %w", err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+e.Name()+"/ns/net", &st) != nil {
+			continue
+		}
+		if st.Dev == want.Dev && st.Ino == want.Ino {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
 }

@@ -3,8 +3,11 @@ package netnsutil
 import (
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
 	"runtime"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/fabemu/fabemu/internal/privtest"
 	"github.com/vishvananda/netlink"
@@ -104,5 +107,38 @@ func TestCreateDoDelete(t *testing.T) {
 	}
 	if err := Do(name, func() error { return nil }); err == nil {
 		t.Fatal("Do into a deleted namespace succeeded")
+	}
+}
+
+// TestHolders: a process started inside a namespace is one of its
+// holders; an empty namespace has none.
+func TestHolders(t *testing.T) {
+	privtest.Require(t, "network namespaces")
+	name := fmt.Sprintf("fe-hold-%d", rand.IntN(1_000_000))
+	if err := Create(name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = Delete(name) })
+	if pids, err := Holders(name); err != nil || len(pids) != 0 {
+		t.Fatalf("empty namespace: holders %v, %v", pids, err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", name, "sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("ip netns exec: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pids, err := Holders(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(pids, cmd.Process.Pid) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("holders %v do not include the process %d running in %s", pids, cmd.Process.Pid, name)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

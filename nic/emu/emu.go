@@ -129,6 +129,27 @@ type Emulator struct {
 	closeErr   error
 }
 
+// checkStaleNetns refuses to reclaim a namespace that is not stale: one a
+// running process lives in, or whose TAP device a running process (another
+// daemon) has open.
+func checkStaleNetns(ns, tapName string) error {
+	pids, err := netnsutil.Holders(ns)
+	if err != nil {
+		return fmt.Errorf("reclaiming namespace %s: %w", ns, err)
+	}
+	if len(pids) > 0 {
+		return fmt.Errorf("namespace %s is in use by process %d (%d in all): another daemon or a user's program is running there; refusing to delete it", ns, pids[0], len(pids))
+	}
+	busy, err := tap.InUse(tapName, ns)
+	if err != nil {
+		return fmt.Errorf("reclaiming namespace %s: checking TAP %s: %w", ns, tapName, err)
+	}
+	if busy {
+		return fmt.Errorf("namespace %s holds TAP %s, which a running process has open (another daemon?); refusing to delete it", ns, tapName)
+	}
+	return nil
+}
+
 // New builds the model and creates the TAP devices (reclaiming stale ones
 // of the same names). Nothing runs until Start. On error, everything it
 // created is removed.
@@ -144,6 +165,10 @@ func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 		tc.TxQueueLen = cfg.TxQueue
 		tc.Logger = log
 		if p.cfg.OwnNetns && netnsutil.Exists(p.cfg.Netns) {
+			if err := checkStaleNetns(p.cfg.Netns, p.cfg.Name); err != nil {
+				e.closeDevices()
+				return nil, err
+			}
 			log.Warn("reclaiming stale network namespace left by an earlier run", zap.String("netns", p.cfg.Netns))
 			if err := netnsutil.Delete(p.cfg.Netns); err != nil {
 				e.closeDevices()

@@ -56,3 +56,36 @@ func attached(tt *netlink.Tuntap, nsName string) (bool, error) {
 	})
 	return busy, err
 }
+
+// InUse reports whether a TAP or TUN device named name exists in the named
+// namespace ("" for this one) and a running process has it open. A missing
+// namespace or device is not in use.
+func InUse(name, nsName string) (bool, error) {
+	var h *netlink.Handle
+	var err error
+	if nsName != "" {
+		if !netnsutil.Exists(nsName) {
+			return false, nil
+		}
+		h, err = netnsutil.Handle(nsName)
+	} else {
+		h, err = netlink.NewHandle()
+	}
+	if err != nil {
+		return false, err
+	}
+	defer h.Close()
+	link, err := h.LinkByName(name)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return false, nil
+		}
+		return false, err
+	}
+	tt, ok := link.(*netlink.Tuntap)
+	if !ok {
+		return false, nil
+	}
+	return attached(tt, nsName)
+}
