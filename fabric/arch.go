@@ -50,6 +50,16 @@ type switchArch interface {
 	waitsFor(o *outPort, vl int, need int32) string
 }
 
+// An injector is an architecture's own stage at the hosts' injection
+// ports, set in Fabric.inj by its constructor: transmit hands it the free
+// injection link of host port oi from start on instead of sending the
+// NIC's head packet itself. It takes packets from the NIC in order
+// (Endpoint Peek/Pop), holds only what its memory allows, and sends with
+// the credits of the link (recn: the NIC SAQs of paper 000 §4.1).
+type injector interface {
+	inject(oi int32, o *outPort, start des.Time)
+}
+
 // ArchInfo describes one switch architecture of the table.
 type ArchInfo struct {
 	Name        string
