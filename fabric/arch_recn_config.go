@@ -24,12 +24,12 @@ type RECNConfig struct {
 	NICMemory             units.Bytes `yaml:"nic_saq_memory" json:"nic_saq_memory" unit:"bytes" doc:"memory of a NIC's SAQs, bounding the packets a NIC sets aside; when the NIC's next packet belongs in a SAQ and does not fit, it waits at the head of the NIC's queue and holds up the packets behind it (ours: the paper's NI keeps every message in an admittance queue per destination, so a congested path never holds up the others; fabemu's NIC has one queue, and this memory stands in for those admittance queues: host memory, larger than a switch port's 128 KB)" paper:"000 §4.1"`
 }
 
-// DefaultRECNConfig: 8 SAQs per port (paper 000 §4.3), thresholds of a
-// few 64-byte packets, and 1 MiB of SAQ memory at each NIC (ours, see
-// NICMemory).
+// DefaultRECNConfig: 8 SAQs per switch port and per NIC (paper 000 §4.3,
+// §4.1), thresholds of a few 64-byte packets, and 1 MiB of SAQ memory at
+// each NIC (ours, see NICMemory).
 func DefaultRECNConfig() RECNConfig {
 	return RECNConfig{MaxSAQs: 8, DetectionThreshold: 2048, NotificationThreshold: 1024,
-		XoffThreshold: 2048, XonThreshold: 1024, ControlPacket: 8, NICSAQs: -1, NICMemory: 1 << 20}
+		XoffThreshold: 2048, XonThreshold: 1024, ControlPacket: 8, NICSAQs: 8, NICMemory: 1 << 20}
 }
 
 // IsZero reports whether the configuration is all defaults, so that
