@@ -202,6 +202,9 @@ func TestRECNHotSpot(t *testing.T) {
 	if r.SAQsAtEnd != 0 || r.Allocations != r.Deallocations {
 		t.Errorf("after the drain %d SAQs are still in use (%d allocated, %d freed)", r.SAQsAtEnd, r.Allocations, r.Deallocations)
 	}
+	if r.NICAllocations == 0 || r.NICAllocations != r.NICDeallocations {
+		t.Errorf("NIC SAQs: %d allocated, %d freed", r.NICAllocations, r.NICDeallocations)
+	}
 	if r.Xoff == 0 {
 		t.Errorf("no Xoff: %+v", r.RECNStats)
 	}
@@ -345,8 +348,8 @@ func TestRECNRandomDrainsClean(t *testing.T) {
 			if r.Allocations == 0 {
 				t.Errorf("no SAQ was allocated: %+v", r.RECNStats)
 			}
-			if r.SAQsAtEnd != 0 {
-				t.Errorf("%d SAQs still in use after the drain", r.SAQsAtEnd)
+			if r.SAQsAtEnd != 0 || r.NICAllocations != r.NICDeallocations {
+				t.Errorf("after the drain %d switch SAQs are in use and %d of %d NIC SAQs were freed", r.SAQsAtEnd, r.NICDeallocations, r.NICAllocations)
 			}
 			if bad := a.check(); bad != nil {
 				t.Error(bad)
