@@ -50,6 +50,16 @@ type switchArch interface {
 	waitsFor(o *outPort, vl int, need int32) string
 }
 
+// An injector is an architecture's own stage at the hosts' injection
+// ports, set in Fabric.inj by its constructor: transmit hands it the free
+// injection link of host port oi from start on instead of sending the
+// NIC's head packet itself. It takes packets from the NIC in order
+// (Endpoint Peek/Pop), holds only what its memory allows, and sends with
+// the credits of the link (recn: the NIC SAQs of paper 000 §4.1).
+type injector interface {
+	inject(oi int32, o *outPort, start des.Time)
+}
+
 // ArchInfo describes one switch architecture of the table.
 type ArchInfo struct {
 	Name        string
@@ -74,7 +84,7 @@ func archTable() []ArchInfo {
 			Source: "paper 004 §4.1", outputBuffered: true, new: newCIOQ},
 		{Name: "iq", Description: "input-queued: one FIFO per virtual lane at each input; the crossbar feeds the output link directly, so a head is granted only when the link is free and the next switch has credits",
 			Source: "paper 003 §2.1, §4.2", new: newIQ},
-		{Name: "recn", Description: "RECN for PCI Express AS: the cioq datapath with a normal queue per lane and up to fabric.recn.max_saqs set-aside queues per port, allocated per congested subpath (turn sequence) on notification, matched by longest prefix in a CAM, with markers for order, Xon/Xoff per SAQ and tokens for leaf-first deallocation; deterministic routing only", Source: "paper 000 §3", outputBuffered: true, NeedsDeterministic: true, new: newRECN},
+		{Name: "recn", Description: "RECN for PCI Express AS: the cioq datapath with a normal queue per lane and up to fabric.recn.max_saqs set-aside queues per port, allocated per congested subpath (turn sequence) on notification, matched by longest prefix in a CAM, with markers for order, Xon/Xoff per SAQ and tokens for leaf-first deallocation, and up to fabric.recn.nic_saqs SAQs at each host's injection port that obey Xon/Xoff from the first switch; deterministic routing only", Source: "paper 000 §3, §4.1", outputBuffered: true, NeedsDeterministic: true, new: newRECN},
 	}
 }
 

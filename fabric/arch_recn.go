@@ -55,10 +55,13 @@ import (
 // Simplifications, stated: the crossbar allocator is the configured one
 // (the paper prefers normal queues over SAQs, §4.1); the output link
 // alternates between the normal queues and the SAQs (the paper's weighted
-// round robin favours the normal queues); hosts have no SAQs, so
+// round robin favours the normal queues); the §3.8 priority for nearly
+// empty SAQs owning a token is not modelled.
+//
+// Hosts: with nic_saqs > 0 the hosts' injection ports have SAQs that obey
+// Xon/Xoff (§4.1; arch_recn_nic.go); with nic_saqs = -1 they have none and
 // notifications stop at the first switch (§3.4: reaching the sources "is
-// not necessary for RECN to work"); the §3.8 priority for nearly empty
-// SAQs owning a token is not modelled.
+// not necessary for RECN to work").
 type recnArch struct {
 	cioqArch
 	cfg RECNConfig
@@ -75,6 +78,10 @@ type recnArch struct {
 	series []saqSample // changes of total, in time order
 	gen    uint64
 	idle   des.Time // see opRECNIdle
+	// NIC SAQs (arch_recn_nic.go): per host, and their memory in blocks;
+	// nil when fabric.recn.nic_saqs is -1.
+	nics   []nicStage
+	nicMem int32
 	// trace, when set (tests), sees every allocation ("alloc-in",
 	// "alloc-out"), deallocation ("free-in", "free-out") and Xon/Xoff
 	// ("xoff-in", "xon-in", "xoff-out", "xon-out") with the port, the SAQ
@@ -186,6 +193,12 @@ func newRECN(f *Fabric) switchArch {
 	// time its notification threshold takes on a link if it took no
 	// packet by then (a fabemu addition; the paper does not say).
 	a.idle = max(serTime(int64(c.NotificationThreshold), f.dataRate), serTime(int64(f.maxPacket), f.dataRate))
+	if c.NICSAQs > 0 {
+		// The memory holds at least one largest packet, or a head that
+		// belongs in a SAQ could never leave the NIC.
+		a.nicMem = max(f.blocks(int32(min(c.NICMemory, 1<<30))), f.blocks(f.maxPacket))
+		f.inj = a
+	}
 	return a
 }
 
@@ -208,7 +221,12 @@ func (a *recnArch) setup() {
 		a.out[i].id, a.out[i].out = int32(i), true
 		if f.out[i].sw >= 0 {
 			a.out[i].saqs = make([]saq, a.cfg.MaxSAQs)
+		} else if f.inj != nil {
+			a.out[i].saqs = make([]saq, a.cfg.NICSAQs)
 		}
+	}
+	if f.inj != nil {
+		a.nics = make([]nicStage, len(f.hostOut))
 	}
 }
 
@@ -298,11 +316,12 @@ func maskHead(q *queue, p *Packet) {
 
 // inputThresholds: an input SAQ past notification_threshold notifies the
 // output port upstream (§3.4); past xoff_threshold it sends Xoff (§4.1).
-// Input ports fed by a host do neither: hosts have no SAQs here.
+// Input ports fed by a host do so only when the hosts have SAQs
+// (nic_saqs > 0): the NIC is then the upstream port.
 func (a *recnArch) inputThresholds(ii int32, k int) {
 	f := a.f
 	s := &a.in[ii].saqs[k]
-	if f.out[f.in[ii].up].sw < 0 {
+	if f.out[f.in[ii].up].sw < 0 && a.nics == nil {
 		return
 	}
 	if s.blocks >= a.notify && !s.notified {
@@ -324,10 +343,15 @@ func (a *recnArch) send(ii int32, kind uint8, vl int8, path string) {
 	a.f.SendControl(ii, &Control{Kind: kind, VL: vl, Size: int32(a.cfg.ControlPacket), Data: path})
 }
 
-// sendDown queues a RECN control packet from out-port oi to the in-port it
-// feeds, on the other direction of the cable.
+// sendDown queues a RECN control packet from out-port oi (a switch's, or
+// a host's injection port) to the in-port it feeds, on the other
+// direction of the cable.
 func (a *recnArch) sendDown(oi int32, kind uint8, vl int8, path string) {
 	o := &a.f.out[oi]
+	if o.sw < 0 {
+		a.send(a.f.hostIn[o.host], kind, vl, path)
+		return
+	}
 	a.send(a.f.sw[o.sw].in[o.port], kind, vl, path)
 }
 
@@ -342,10 +366,14 @@ func (a *recnArch) allocate(rp *recnPort, vl int8, path string, parent int32, pa
 		a.gen++
 		*s = saq{active: true, vl: vl, path: path, parent: parent, parentSAQ: parentSAQ, gen: a.gen}
 		rp.inUse++
-		a.total++
-		a.stats.Allocations++
-		a.series = append(a.series, saqSample{a.f.eng.Now(), a.total})
-		a.stats.MaxSAQsTotal = max(a.stats.MaxSAQsTotal, a.total)
+		if a.atNIC(rp) {
+			a.stats.NICAllocations++
+		} else {
+			a.total++
+			a.stats.Allocations++
+			a.series = append(a.series, saqSample{a.f.eng.Now(), a.total})
+			a.stats.MaxSAQsTotal = max(a.stats.MaxSAQsTotal, a.total)
+		}
 		a.f.eng.Schedule(a.f.eng.Now()+a.idle, a.f, opRECNIdle, rp.id, &idleCheck{out: rp.out, k: k, gen: a.gen})
 		return k
 	}
@@ -356,10 +384,19 @@ func (a *recnArch) allocate(rp *recnPort, vl int8, path string, parent int32, pa
 func (a *recnArch) free(rp *recnPort, k int) {
 	rp.saqs[k] = saq{}
 	rp.inUse--
+	if a.atNIC(rp) {
+		a.stats.NICDeallocations++
+		return
+	}
 	a.total--
 	a.stats.Deallocations++
 	a.series = append(a.series, saqSample{a.f.eng.Now(), a.total})
 }
+
+// atNIC reports whether rp is a host's injection port: its SAQs are the
+// NIC's, counted apart from the switches' (the paper's SAQ figures, §4.4,
+// are per switch port).
+func (a *recnArch) atNIC(rp *recnPort) bool { return rp.out && a.f.out[rp.id].sw < 0 }
 
 // notifyInput: an output port (root, or output SAQ k >= 0) notifies local
 // input ii, whose packet on lane inVL just crossed to it, of congestion on
@@ -615,8 +652,9 @@ func (a *recnArch) maybeEndRoot(oi int32) {
 	}
 }
 
-// maybeFreeOutput frees output SAQ k of oi under the same rule and sends
-// the token downstream (§3.5).
+// maybeFreeOutput frees output SAQ k of oi (a switch's, or a host's
+// injection port) under the same rule and sends the token downstream
+// (§3.5).
 func (a *recnArch) maybeFreeOutput(oi int32, k int) {
 	ro := &a.out[oi]
 	s := &ro.saqs[k]
@@ -624,7 +662,11 @@ func (a *recnArch) maybeFreeOutput(oi int32, k int) {
 		return
 	}
 	vl, path := s.vl, s.path
-	a.note("free-out", oi, k, 0)
+	if a.f.out[oi].sw < 0 {
+		a.note("free-nic", oi, k, 0)
+	} else {
+		a.note("free-out", oi, k, 0)
+	}
 	a.free(ro, k)
 	a.stats.Tokens++
 	a.sendDown(oi, ctlToken, vl, path)
@@ -719,6 +761,9 @@ func (a *recnArch) control(oi int32, c *Control) {
 	case ctlNotify: // from the input SAQ downstream (§3.4)
 		ro := &a.out[oi]
 		if f.out[oi].sw < 0 {
+			if a.nics != nil {
+				a.nicNotify(oi, c.VL, path)
+			}
 			return
 		}
 		down := f.out[oi].down
@@ -807,7 +852,7 @@ func (a *recnArch) check() []string {
 		}
 		return b
 	}
-	side := func(name string, port int, rp *recnPort, queue func(k int) *fifo) {
+	side := func(name string, port int, rp *recnPort, limit int, queue func(k int) *fifo) {
 		n, marks := 0, make([]int, len(rp.saqs))
 		for _, m := range rp.markers {
 			marks[m.target]++
@@ -832,22 +877,33 @@ func (a *recnArch) check() []string {
 				bad = append(bad, fmt.Sprintf("%s %d: SAQ %d has %d branches", name, port, k, s.children))
 			}
 		}
-		if n != rp.inUse || n > a.cfg.MaxSAQs {
-			bad = append(bad, fmt.Sprintf("%s %d: %d SAQs active, %d counted, max %d", name, port, n, rp.inUse, a.cfg.MaxSAQs))
+		if n != rp.inUse || n > limit {
+			bad = append(bad, fmt.Sprintf("%s %d: %d SAQs active, %d counted, max %d", name, port, n, rp.inUse, limit))
 		}
 	}
 	for ii := range a.in {
 		if f.in[ii].sw < 0 {
 			continue
 		}
-		side("in-port", ii, &a.in[ii], func(k int) *fifo { return &f.in[ii].queues[f.nVL+k].fifo })
+		side("in-port", ii, &a.in[ii], a.cfg.MaxSAQs, func(k int) *fifo { return &f.in[ii].queues[f.nVL+k].fifo })
 	}
 	for oi := range a.out {
+		ro := &a.out[oi]
 		if f.out[oi].sw < 0 {
+			if a.nics == nil {
+				continue
+			}
+			side("host port", oi, ro, a.cfg.NICSAQs, func(k int) *fifo { return &ro.saqs[k].q })
+			var held int32
+			for k := range ro.saqs {
+				held += sum(&ro.saqs[k].q)
+			}
+			if ns := &a.nics[f.out[oi].host]; held != ns.held || held > a.nicMem {
+				bad = append(bad, fmt.Sprintf("host port %d: NIC SAQs hold %d blocks, counted %d, memory %d", oi, held, ns.held, a.nicMem))
+			}
 			continue
 		}
-		ro := &a.out[oi]
-		side("out-port", oi, ro, func(k int) *fifo { return &ro.saqs[k].q })
+		side("out-port", oi, ro, a.cfg.MaxSAQs, func(k int) *fifo { return &ro.saqs[k].q })
 		var norm int32
 		for v := range f.out[oi].outq {
 			norm += sum(&f.out[oi].outq[v])

@@ -20,13 +20,16 @@ type RECNConfig struct {
 	XoffThreshold         units.Bytes `yaml:"xoff_threshold" json:"xoff_threshold" unit:"bytes" doc:"occupancy of a SAQ at which it sends Xoff to the SAQ feeding it (ours: the paper gives no value)" paper:"000 §3.7, §4.1"`
 	XonThreshold          units.Bytes `yaml:"xon_threshold" json:"xon_threshold" unit:"bytes" doc:"occupancy below which a SAQ that sent Xoff sends Xon; below xoff_threshold, for hysteresis (ours: the paper gives no value)" paper:"000 §3.7, §4.1"`
 	ControlPacket         units.Bytes `yaml:"control_packet" json:"control_packet" unit:"bytes" doc:"wire size of a RECN control packet (notification, token, Xon, Xoff); they share the link with data (ours: the paper gives no value)" paper:"000 §4.1"`
+	NICSAQs               int         `yaml:"nic_saqs" json:"nic_saqs" doc:"set-aside queues at each host's injection port: a SAQ at the first switch notifies the NIC as it would an upstream switch, the NIC sets its packets for that path aside, obeys Xon/Xoff per SAQ and keeps injecting the others; -1: none, notifications stop at the first switch" paper:"000 §4.1 (SAQs at the output side of the network interfaces)"`
+	NICMemory             units.Bytes `yaml:"nic_saq_memory" json:"nic_saq_memory" unit:"bytes" doc:"memory of a NIC's SAQs, bounding the packets a NIC sets aside; when the NIC's next packet belongs in a SAQ and does not fit, it waits at the head of the NIC's queue and holds up the packets behind it (ours: the paper's NI keeps every message in an admittance queue per destination, so a congested path never holds up the others; fabemu's NIC has one queue, and this memory stands in for those admittance queues: host memory, larger than a switch port's 128 KB)" paper:"000 §4.1"`
 }
 
-// DefaultRECNConfig: 8 SAQs per port (paper 000 §4.3) and thresholds of
-// a few 64-byte packets.
+// DefaultRECNConfig: 8 SAQs per switch port and per NIC (paper 000 §4.3,
+// §4.1), thresholds of a few 64-byte packets, and 1 MiB of SAQ memory at
+// each NIC (ours, see NICMemory).
 func DefaultRECNConfig() RECNConfig {
 	return RECNConfig{MaxSAQs: 8, DetectionThreshold: 2048, NotificationThreshold: 1024,
-		XoffThreshold: 2048, XonThreshold: 1024, ControlPacket: 8}
+		XoffThreshold: 2048, XonThreshold: 1024, ControlPacket: 8, NICSAQs: 8, NICMemory: 1 << 20}
 }
 
 // IsZero reports whether the configuration is all defaults, so that
@@ -56,6 +59,12 @@ func (c RECNConfig) resolved() RECNConfig {
 	if c.ControlPacket == 0 {
 		c.ControlPacket = d.ControlPacket
 	}
+	if c.NICSAQs == 0 {
+		c.NICSAQs = d.NICSAQs
+	}
+	if c.NICMemory == 0 {
+		c.NICMemory = d.NICMemory
+	}
 	return c
 }
 
@@ -65,8 +74,10 @@ func (c RECNConfig) Validate() error {
 	switch {
 	case c.MaxSAQs < 0 || c.MaxSAQs > 64:
 		return fmt.Errorf("max_saqs %d: want 1 to 64 (the paper's hardware has 64 CAM lines per port, §3.8)", c.MaxSAQs)
-	case c.DetectionThreshold < 0 || c.NotificationThreshold < 0 || c.XoffThreshold < 0 || c.XonThreshold < 0 || c.ControlPacket < 0:
-		return fmt.Errorf("thresholds and control_packet must not be negative")
+	case c.NICSAQs < -1 || c.NICSAQs > 64:
+		return fmt.Errorf("nic_saqs %d: want 1 to 64, or -1 for none", c.NICSAQs)
+	case c.DetectionThreshold < 0 || c.NotificationThreshold < 0 || c.XoffThreshold < 0 || c.XonThreshold < 0 || c.ControlPacket < 0 || c.NICMemory < 0:
+		return fmt.Errorf("thresholds, control_packet and nic_saq_memory must not be negative")
 	case c.XonThreshold >= c.XoffThreshold:
 		return fmt.Errorf("xon_threshold %v must be below xoff_threshold %v (Xon/Xoff hysteresis, paper 000 §4.1)", c.XonThreshold, c.XoffThreshold)
 	}

@@ -20,6 +20,15 @@ type RECNStats struct {
 	Exhausted        uint64 `json:"saq_exhausted"`       // notifications refused for want of a free SAQ (packets stay in the normal queue)
 	ExhaustedInput   uint64 `json:"saq_exhausted_input"`
 	ExhaustedOutput  uint64 `json:"saq_exhausted_output"`
+	// At the hosts' injection ports (fabric.recn.nic_saqs > 0; absent
+	// otherwise). Their SAQs are not in the switch figures above.
+	ExhaustedNIC     uint64 `json:"saq_exhausted_nic,omitempty"`   // notifications a NIC refused (all its SAQs in use); also in saq_exhausted
+	MaxSAQsPerNIC    int    `json:"max_saqs_per_nic,omitempty"`    // most SAQs in use at one NIC at once
+	NICAllocations   uint64 `json:"nic_allocations,omitempty"`     // SAQs allocated at NICs
+	NICDeallocations uint64 `json:"nic_deallocations,omitempty"`   // SAQs freed at NICs (each passes its token to the first switch)
+	NICSetAside      uint64 `json:"nic_set_aside,omitempty"`       // packets a NIC set aside in a SAQ rather than sending from its queue
+	MaxNICSAQBytes   int64  `json:"max_nic_saq_bytes,omitempty"`   // most bytes held in one NIC's SAQs at once
+	NICMemoryFull    uint64 `json:"nic_saq_memory_full,omitempty"` // times a NIC's head packet, bound for a SAQ, waited for SAQ memory
 }
 
 // RECNReport is the RECN part of a run's summary: the counters, the SAQs

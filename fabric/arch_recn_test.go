@@ -144,6 +144,9 @@ func TestRECNHotSpot(t *testing.T) {
 			xoffState[key] = false
 		case "free-":
 			xoffState[key] = false
+			if side == "nic" {
+				break // a NIC SAQ is a leaf: nothing upstream of it
+			}
 			if side == "-in" {
 				s := &a.in[port].saqs[k]
 				up := f.in[port].up
@@ -198,6 +201,9 @@ func TestRECNHotSpot(t *testing.T) {
 	}
 	if r.SAQsAtEnd != 0 || r.Allocations != r.Deallocations {
 		t.Errorf("after the drain %d SAQs are still in use (%d allocated, %d freed)", r.SAQsAtEnd, r.Allocations, r.Deallocations)
+	}
+	if r.NICAllocations == 0 || r.NICAllocations != r.NICDeallocations {
+		t.Errorf("NIC SAQs: %d allocated, %d freed", r.NICAllocations, r.NICDeallocations)
 	}
 	if r.Xoff == 0 {
 		t.Errorf("no Xoff: %+v", r.RECNStats)
@@ -271,6 +277,14 @@ func TestRECNConfig(t *testing.T) {
 	if err := (RECNConfig{MaxSAQs: 65}).Validate(); err == nil {
 		t.Error("65 SAQs accepted")
 	}
+	for _, n := range []int{-2, 65} {
+		if err := (RECNConfig{NICSAQs: n}).Validate(); err == nil {
+			t.Errorf("nic_saqs %d accepted", n)
+		}
+	}
+	if err := (RECNConfig{NICSAQs: -1}).Validate(); err != nil {
+		t.Errorf("nic_saqs -1 (none) refused: %v", err)
+	}
 }
 
 // TestRECNRandomDrainsClean: on a torus, a MIN and an irregular network
@@ -334,8 +348,8 @@ func TestRECNRandomDrainsClean(t *testing.T) {
 			if r.Allocations == 0 {
 				t.Errorf("no SAQ was allocated: %+v", r.RECNStats)
 			}
-			if r.SAQsAtEnd != 0 {
-				t.Errorf("%d SAQs still in use after the drain", r.SAQsAtEnd)
+			if r.SAQsAtEnd != 0 || r.NICAllocations != r.NICDeallocations {
+				t.Errorf("after the drain %d switch SAQs are in use and %d of %d NIC SAQs were freed", r.SAQsAtEnd, r.NICDeallocations, r.NICAllocations)
 			}
 			if bad := a.check(); bad != nil {
 				t.Error(bad)
@@ -359,6 +373,7 @@ func TestRECNRandomDrainsClean(t *testing.T) {
 //     output SAQ [3], whose token lets s1/p2's [3] go.
 func TestRECNTreeByHand(t *testing.T) {
 	cfg := recnConfig()
+	cfg.RECN.NICSAQs = -1 // the switches' tree only; TestRECNNICKeepsInjecting has the NICs
 	eng, f, ep, a := recnLine(t, cfg)
 	first := map[string]int{} // event -> index of its first occurrence
 	last := map[string]int{}
@@ -426,4 +441,113 @@ func TestRECNTreeByHand(t *testing.T) {
 	before("free-in s0/p0 [3 3]", "free-out s0/p3 [3]", last)
 	before("free-in s0/p1 [3 3]", "free-out s0/p3 [3]", last)
 	before("free-out s0/p3 [3]", "free-in s1/p2 [3]", last)
+}
+
+// nicRun: on the line, hosts 0..4 send n packets each to host 5, all
+// queued at time 0, so that the tree of TestRECNHotSpot forms and lasts;
+// at 300 us, when the tree has formed, host 0 queues m packets for host 1
+// behind its packets for host 5. s0's input from host 0 has a SAQ for the
+// path to host 5 past its Xoff threshold. It returns, per sample every
+// 2 us from 300 us on, whether host 0's injection port held an Xoff'd SAQ
+// with packets and how many of host 0's packets for host 1 had arrived;
+// and how long after 300 us the last of them arrived.
+func nicRun(t *testing.T, nicSAQs, n, m int) (xoff []bool, toOne []int, lastOne des.Time, f *Fabric) {
+	cfg := recnConfig()
+	cfg.RECN.NICSAQs = nicSAQs
+	eng, f, ep, a := recnLine(t, cfg)
+	for src := 0; src <= 4; src++ {
+		for i := 0; i < n; i++ {
+			ep.send(src, 5, 256, uint64(i))
+		}
+	}
+	const at = 300 * des.Microsecond
+	eng.RunUntil(at)
+	for i := 0; i < m; i++ {
+		ep.send(0, 1, 256, uint64(i))
+	}
+	for step := 0; step < 2000 && len(ep.got) < 5*n+m; step++ {
+		eng.RunUntil(eng.Now() + 2*des.Microsecond)
+		if iv := f.CheckInvariants(); !iv.OK() {
+			t.Fatalf("at %v: %v", eng.Now(), iv.Violations)
+		}
+		if bad := a.check(); bad != nil {
+			t.Fatalf("at %v: %v", eng.Now(), bad)
+		}
+		off := false
+		if a.nics != nil {
+			for _, s := range a.out[f.hostOut[0]].saqs {
+				off = off || (s.active && s.xoff && s.q.n > 0)
+			}
+		}
+		one := 0
+		for _, p := range ep.got {
+			if p.Src == 0 && p.Dst == 1 {
+				one++
+			}
+		}
+		xoff, toOne = append(xoff, off), append(toOne, one)
+	}
+	if len(ep.got) != 5*n+m {
+		t.Fatalf("delivered %d of %d (deadlock: %v)", len(ep.got), 5*n+m, f.Deadlock)
+	}
+	if ep.ooo != 0 {
+		t.Errorf("%d packets out of order", ep.ooo)
+	}
+	for i, p := range ep.got {
+		if p.Src == 0 && p.Dst == 1 {
+			lastOne = ep.at[i] - at
+		}
+	}
+	eng.RunUntil(eng.Now() + 50*des.Microsecond) // tokens travel
+	return xoff, toOne, lastOne, f
+}
+
+// TestRECNNICKeepsInjecting: a host whose injection port holds a SAQ
+// stopped by Xoff still injects its packets for other destinations
+// (paper 000 §4.1: SAQs at the output side of the network interfaces).
+// Host 0 has packets for the congested host 5 queued when it queues 40
+// for host 1. With NIC SAQs, packets for host 1 are delivered while host
+// 0's SAQ for the path to host 5 is Xoff'd and holds packets, and the 40
+// take little more than their own serialization time; without them
+// (nic_saqs -1) they wait behind the packets for host 5 in the NIC's
+// queue, which wait for credits behind the Xoff'd SAQ filling the first
+// switch's input buffer. Both runs are lossless, in order, and free every
+// SAQ at the end.
+func TestRECNNICKeepsInjecting(t *testing.T) {
+	const n, m = 400, 40
+	xoff, toOne, lastOne, f := nicRun(t, 4, n, m)
+	sawXoff, progressed := false, false
+	for i := 1; i < len(xoff); i++ {
+		if xoff[i] {
+			sawXoff = true
+			if xoff[i-1] && toOne[i] > toOne[i-1] {
+				progressed = true
+			}
+		}
+	}
+	if !sawXoff {
+		t.Fatal("host 0's injection port never held an Xoff'd SAQ with packets")
+	}
+	if !progressed {
+		t.Errorf("no packet for host 1 was delivered while host 0's SAQ was stopped: %v", toOne)
+	}
+	r := f.RECN(0, 0)
+	t.Logf("%+v", r.RECNStats)
+	if r.NICAllocations == 0 || r.NICSetAside == 0 || r.MaxSAQsPerNIC == 0 {
+		t.Errorf("no SAQ at a NIC: %+v", r.RECNStats)
+	}
+	if r.NICAllocations != r.NICDeallocations || r.SAQsAtEnd != 0 {
+		t.Errorf("after the drain SAQs remain: NIC %d allocated, %d freed; %d at switches", r.NICAllocations, r.NICDeallocations, r.SAQsAtEnd)
+	}
+	_, _, lastOneFIFO, f := nicRun(t, -1, n, m)
+	t.Logf("the 40 packets for host 1 took %v with NIC SAQs, %v without", lastOne, lastOneFIFO)
+	if own := 2 * m * f.Config().SerializationTime(256); lastOne > own {
+		t.Errorf("with NIC SAQs the packets for host 1 took %v, more than twice their serialization time %v", lastOne, own/2)
+	}
+	if lastOne >= lastOneFIFO/4 {
+		t.Errorf("the packets for host 1 took %v with NIC SAQs, %v without: the NIC SAQs did not let them pass", lastOne, lastOneFIFO)
+	}
+	if r := f.RECN(0, 0); r.NICAllocations != 0 {
+		t.Errorf("nic_saqs -1 allocated %d NIC SAQs", r.NICAllocations)
+	}
 }

@@ -54,7 +54,9 @@ type Packet struct {
 type Endpoint interface {
 	// Peek returns the packet host h would inject next, or nil.
 	Peek(h int) *Packet
-	// Pop tells the NIC the fabric started sending the peeked packet.
+	// Pop tells the NIC the fabric took the peeked packet: it started
+	// sending it, or (recn with NIC SAQs) set it aside at the injection
+	// port to send later, in order with the packets of its path.
 	Pop(h int, at des.Time)
 	// Deliver hands over a packet whose tail reached host h's NIC.
 	Deliver(h int, p *Packet, at des.Time)
@@ -234,7 +236,7 @@ type Switch struct {
 
 // Stats are fabric-wide counters.
 type Stats struct {
-	Injected       uint64 // packets that started on an injection link
+	Injected       uint64 // packets taken from the NICs (started on an injection link, or set aside there by recn)
 	Delivered      uint64 // packets whose tail reached a NIC
 	Grants         uint64 // crossbar grants
 	Transmissions  uint64 // data packets put on links
@@ -272,6 +274,9 @@ type Fabric struct {
 	arch     switchArch
 	archInfo ArchInfo
 	alloc    allocator
+	// inj, when set by the architecture, runs the hosts' injection links
+	// (recn's NIC SAQs); otherwise transmit sends the NIC's head itself.
+	inj injector
 
 	pool   []*Packet
 	nextID uint64
@@ -682,6 +687,10 @@ func (f *Fabric) transmit(oi int32) {
 	o.waiting = false
 	if o.host < 0 {
 		f.arch.next(oi, o, start) // what the switch's output stage sends next
+		return
+	}
+	if f.inj != nil {
+		f.inj.inject(oi, o, start)
 		return
 	}
 	p := f.ep.Peek(int(o.host))
