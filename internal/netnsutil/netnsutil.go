@@ -72,6 +72,9 @@ func Create(name string) error {
 	if Exists(name) {
 		return fmt.Errorf("netns: namespace %q already exists", name)
 	}
+	if err := sharedRunDir(); err != nil {
+		return err
+	}
 	return onThread(func() (bool, error) {
 		origin, err := netns.Get()
 		if err != nil {
@@ -194,4 +197,29 @@ func Holders(name string) ([]int, error) {
 		}
 	}
 	return pids, nil
+}
+
+// sharedRunDir makes Dir a mount point with shared propagation, as
+// iproute2's `ip netns add` does, so that namespace files mounted and
+// unmounted by fabemu and by `ip netns` running alongside propagate to
+// each other: without it, an `ip netns add` during a run turns Dir into a
+// mount point over fabemu's namespace files, which can then no longer be
+// unmounted ("device or resource busy").
+func sharedRunDir() error {
+	if err := os.MkdirAll(Dir, 0o755); err != nil {
+		return fmt.Errorf("netns: %w", err)
+	}
+	for madeMount := false; ; madeMount = true {
+		err := unix.Mount("", Dir, "none", unix.MS_SHARED|unix.MS_REC, "")
+		if err == nil {
+			return nil
+		}
+		if err != unix.EINVAL || madeMount {
+			return fmt.Errorf("netns: making %s a shared mount: %w", Dir, err)
+		}
+		// Not a mount point yet: bind it onto itself first.
+		if err := unix.Mount(Dir, Dir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("netns: making %s a mount point: %w", Dir, err)
+		}
+	}
 }

@@ -3,9 +3,11 @@ package netnsutil
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,5 +142,42 @@ func TestHolders(t *testing.T) {
 			t.Fatalf("holders %v do not include the process %d running in %s", pids, cmd.Process.Pid, name)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRunDirSharedWithIproute2: after Create, Dir is a shared mount point
+// (as iproute2 leaves it), and a namespace made by `ip netns add` between
+// our Create and Delete does not stop Delete.
+func TestRunDirSharedWithIproute2(t *testing.T) {
+	privtest.Require(t, "network namespaces")
+	ours := fmt.Sprintf("fe-shr-%d", rand.IntN(1_000_000))
+	theirs := ours + "-ip"
+	if err := Create(ours); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = Delete(ours) })
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := false
+	for _, line := range strings.Split(string(mi), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 6 && f[4] == Dir && strings.Contains(line, " shared:") {
+			shared = true
+		}
+	}
+	if !shared {
+		t.Fatalf("%s is not a shared mount point after Create:\n%s", Dir, mi)
+	}
+	if out, err := exec.Command("ip", "netns", "add", theirs).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "delete", theirs).Run() })
+	if err := Delete(ours); err != nil {
+		t.Fatalf("Delete after ip netns add: %v", err)
+	}
+	if Exists(ours) {
+		t.Fatalf("%s still there", ours)
 	}
 }
