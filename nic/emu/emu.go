@@ -252,6 +252,9 @@ func newEmulator(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 		macs: map[ether.MAC]*port{}, streams: map[[2]int]*stream{},
 		loopErr: make(chan error, 1)}
 	e.doneFn = e.delivered
+	if len(cfg.TAPs) > n {
+		return nil, fmt.Errorf("%d TAP devices but the fabric (%s) has %d hosts: one TAP per host at most; use fewer TAPs or a larger preset", len(cfg.TAPs), sess.Topo.Name, n)
+	}
 	used := map[int]string{}
 	for i, tc := range cfg.TAPs {
 		h := i * n / len(cfg.TAPs)

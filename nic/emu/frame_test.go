@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -630,5 +631,19 @@ func TestNewWithPortsMismatch(t *testing.T) {
 	}
 	if _, err := NewWithPorts(c, []frameport.Port{pa}, nil); err == nil {
 		t.Fatal("one port accepted for two taps")
+	}
+}
+
+// More TAPs than the fabric has hosts (--demo 65 on a 64-host preset) is
+// refused with one line that says so, not with a clash on host 0.
+func TestMoreTAPsThanHosts(t *testing.T) {
+	c, err := DemoConfig(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Model.Preset = "tap-pair-10g" // 4 hosts
+	_, err = newEmulator(c, nil)
+	if err == nil || !strings.Contains(err.Error(), "5 TAP devices but the fabric") || !strings.Contains(err.Error(), "has 4 hosts") {
+		t.Fatalf("error %v", err)
 	}
 }
