@@ -250,6 +250,11 @@ func effectiveCaps() (uint64, error) {
 	return 0, errors.New("/proc/self/status has no CapEff line")
 }
 
+// apiIdleTimeout closes keep-alive connections of the control API and the
+// metrics endpoint that sit idle, so that clients which never close cannot
+// pile up connections in a long-running daemon.
+const apiIdleTimeout = 30 * time.Second
+
 // listenAPI opens the control socket with mode 0600, replacing a stale
 // socket file but refusing one a running daemon answers on.
 func listenAPI(path string) (net.Listener, error) {
@@ -345,7 +350,7 @@ func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo
 
 	var servers []*http.Server
 	if apiLn != nil {
-		srv := &http.Server{Handler: emu.NewAPIHandler(e.Status), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: emu.NewAPIHandler(e.Status), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: apiIdleTimeout}
 		servers = append(servers, srv)
 		go func() { _ = srv.Serve(apiLn) }()
 		log.Info("control API listening", zap.String("socket", cfg.API.Socket))
@@ -355,7 +360,7 @@ func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo
 		reg.MustRegister(emu.NewCollector(e.Status))
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: apiIdleTimeout}
 		servers = append(servers, srv)
 		go func() { _ = srv.Serve(metricsLn) }()
 		log.Info("metrics listening", zap.String("addr", "http://"+metricsLn.Addr().String()+"/metrics"))
