@@ -83,7 +83,20 @@ func Shorthands(prefix, delivery, reorderMem, injectionPolicy string) []Assignme
 	}
 	add("delivery", "nic.delivery.mode", delivery, func(s string) error { _, err := nic.ParseDeliveryMode(s); return err })
 	add("reorder", "nic.delivery.reorder", reorderMem, func(s string) error { _, err := reorder.ParseMemorySpec(s); return err })
-	add("injection", "nic.delivery.injection.policy", injectionPolicy, func(s string) error { _, err := injection.ParseKind(s); return err })
+	// --injection names either a delivery policy of paper 004 (unlimited,
+	// li, lw: nic.delivery.injection.policy) or an injection-control gate
+	// of paper 001 (no-lim, trans-t, self-tuned:
+	// nic.injection_control.policy); the two tables share no name.
+	if injection.IsControlKind(injectionPolicy) {
+		add("injection", "nic.injection_control.policy", injectionPolicy, func(s string) error { _, err := injection.ParseControlKind(s); return err })
+	} else {
+		add("injection", "nic.delivery.injection.policy", injectionPolicy, func(s string) error {
+			if _, err := injection.ParseKind(s); err != nil {
+				return fmt.Errorf("%w, or an injection control: %s", err, strings.Join(controlKindNames(), ", "))
+			}
+			return nil
+		})
+	}
 	return as
 }
 
@@ -245,4 +258,12 @@ func (pv *provenance) settleRouting(m *Model) (*Note, error) {
 	}
 	m.Routing.Mode = want
 	return &Note{Key: "routing", Value: string(want), Why: "forced by " + pv.delivery}, nil
+}
+
+func controlKindNames() []string {
+	var s []string
+	for _, k := range injection.ControlKinds() {
+		s = append(s, string(k))
+	}
+	return s
 }
