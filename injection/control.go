@@ -267,6 +267,6 @@ func U1TableKeys() string {
 func (c ControlConfig) cycle(v View) int64 { return max(1, v.Serialization(c.FlitBytes)) }
 
 // IsZero reports whether the configuration selects no gate (No-Lim), in
-// which case the other parameters do not matter: configuration dumps then
+// which case the other parameters do not matter: run summaries (JSON) then
 // leave the section out.
 func (c ControlConfig) IsZero() bool { return c.Resolved() == NoLim }

@@ -72,8 +72,8 @@ func ResolveControl(c injection.ControlConfig, t *topo.Topology, lanes int) (inj
 	if ok {
 		return c, ""
 	}
-	return c, fmt.Sprintf("nic.injection_control.u1: topology %s with %d lanes per channel is not in paper 001 Table 1 (%s); using u1 = %g, the lanes per channel (the paper's starting point, §4.2)",
-		t.Name, lanes, injection.U1TableKeys(), u1)
+	return c, fmt.Sprintf("topology %s with %d lanes per channel is not in paper 001 Table 1 (%s): u1 = the lanes per channel, the paper's starting point (§4.2)",
+		t.Name, lanes, injection.U1TableKeys())
 }
 
 // attachControl sets up the gate once the fabric is known.

@@ -29,7 +29,7 @@ type Config struct {
 	Delivery DeliveryConfig `yaml:"delivery" json:"delivery"`
 	// InjectionControl is the NIC-level injection gate of papers 001 and
 	// 002, consulted in every delivery mode (control.go).
-	InjectionControl injection.ControlConfig `yaml:"injection_control,omitempty" json:"injection_control,omitzero"`
+	InjectionControl injection.ControlConfig `yaml:"injection_control" json:"injection_control,omitzero"`
 }
 
 // DefaultConfig is a 256-byte MTU with the IB headers (paper 004 §4.1).
