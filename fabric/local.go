@@ -24,7 +24,6 @@ type txTimes struct {
 	ratio     []float32
 	at        []des.Time
 	markedAt  []des.Time
-	// headAt is, per packet in flight, kept in Packet.headAt.
 }
 
 // MeasureTransmissionTimes makes the switches measure, for every packet
@@ -45,7 +44,9 @@ type txTimes struct {
 // serialization time. The paper recomputes the ratio every few flits so
 // that it does not depend on message length; the fabric moves whole
 // packets, so it measures once per packet, when the transmission starts
-// and its tail time is known.
+// and its tail time is known. A packet waiting in a queue is therefore
+// measured only when it leaves: the mark lags the paper's periodic one by
+// the packet's wait.
 func (f *Fabric) MeasureTransmissionTimes(threshold float64) {
 	if f.tt == nil {
 		n := len(f.out)
