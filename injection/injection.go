@@ -180,8 +180,9 @@ type Local interface {
 	// first switch's input buffer on the injection link can still take
 	// (restrictive injection reserves a bubble there).
 	FreeBuffers() (packets int, known bool)
-	// ChannelRatio returns the fraction of recent time the channel ch
-	// spent transmitting (Trans-t).
+	// ChannelRatio returns the ratio of actual to minimum transmission
+	// time last measured on port ch of the NIC's switch (paper 001 §3;
+	// known only while the fabric measures it, see View).
 	ChannelRatio(ch int) (ratio float64, known bool)
 	// QueuedPackets is the number of packets waiting at this NIC to be
 	// injected, over all connections.
