@@ -281,3 +281,21 @@ func TestDefaultU1(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseControlKind(f *testing.F) {
+	for _, s := range []string{"trans-t", "No-Lim", "self-tuned", "", "li", "bubble:4-all"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := ParseControlKind(s)
+		if err != nil {
+			if !strings.Contains(err.Error(), "injection control") {
+				t.Fatalf("error does not say what was wrong: %v", err)
+			}
+			return
+		}
+		if err := (ControlConfig{Policy: k, U2: 1, U3: 1, U4: 1, Channels: 1, FlitBytes: 1, GatherPeriod: 1, TunePeriod: 1, Threshold: 1}).Validate(); err != nil {
+			t.Fatalf("ParseControlKind(%q) = %q, which does not validate: %v", s, k, err)
+		}
+	})
+}
