@@ -47,6 +47,7 @@ type Packet struct {
 	inVL   int8     // lane in the input buffer it sits in
 	blocks int32    // credit blocks it occupies, set at injection
 	tailAt des.Time // when its tail is (or will be) fully in the buffer it is in
+	headAt des.Time // when its head reached the node it is in (local.go; only while measuring)
 	next   *Packet
 }
 
@@ -293,6 +294,9 @@ type Fabric struct {
 	// send sets cutOut to its output lane when it starts it at once.
 	cutThrough *Packet
 	cutOut     int32
+
+	// localState: what local.go measures for injection control.
+	localState
 }
 
 // New instantiates the fabric for topology t with router r. maxPacket is
@@ -651,6 +655,9 @@ func (f *Fabric) send(oi int32, p *Packet, vl int, start des.Time) des.Time {
 	o.busyTime += tailLeave - now
 	f.Stats.Transmissions++
 	f.progress++
+	if f.tt != nil {
+		f.recordTx(oi, o, p, now, tailLeave, ser)
+	}
 	if p == f.cutThrough && tailLeave == p.tailAt {
 		f.cutOut = int32(vl) // forward schedules one event for both ends
 	} else {

@@ -1,6 +1,11 @@
-// Package injection owns the injection-control policies of a source NIC:
-// the rule that decides, connection by connection, whether one more packet
-// (new or resent) may enter the network now. It implements the policies of
+// Package injection owns the injection-control policies of a source NIC,
+// in two tables. The NIC-level gates (control.go: no-lim, trans-t,
+// self-tuned, papers 001 and 002) limit when any new data packet may enter
+// the network, whatever the delivery mode; they read what a NIC and its
+// switch could know through View. The per-connection delivery policies
+// (this file) decide, connection by connection, whether one more packet
+// (new or resent) may enter the network now after NACKs in
+// adaptive-inorder delivery. The delivery policies are those of
 // paper 004 §3.3 (Martínez et al., "In-Order Packet Delivery in
 // Interconnection Networks using Adaptive Routing"):
 //
@@ -21,10 +26,8 @@
 //
 // The package is pure: no fabric, no I/O, no clock. The NIC (package nic)
 // owns the connections and tells each connection's State what happened
-// (injections, ACKs, NACKs); the State answers MayInject. Policies that
-// look at the NIC's surroundings (Trans-t, bubble-based restrictive
-// injection) read them through the Local view, so they fit behind the same
-// interface.
+// (injections, ACKs, NACKs); the State answers MayInject. The NIC asks
+// its Gate (control.go) before every data packet, in every delivery mode.
 package injection
 
 import (
@@ -161,9 +164,9 @@ type Policy interface {
 // decides to inject. Every method reports known = false when the NIC
 // cannot tell (the fabric does not expose it); a policy must then behave
 // as if the answer did not restrict it. The policies of paper 004 need
-// none of it; Trans-t needs the transmission-time ratio of the channels
-// and bubble-based restrictive injection the free buffers of the
-// injection channel, which is why they are here.
+// none of it. The NIC-level gates (Trans-t, Self-Tuned) read the fuller
+// View of control.go instead; a per-connection policy that needs the
+// channels' state may use these.
 type Local interface {
 	// Now is the simulated time in picoseconds.
 	Now() int64
@@ -177,8 +180,9 @@ type Local interface {
 	// first switch's input buffer on the injection link can still take
 	// (restrictive injection reserves a bubble there).
 	FreeBuffers() (packets int, known bool)
-	// ChannelRatio returns the fraction of recent time the channel ch
-	// spent transmitting (Trans-t).
+	// ChannelRatio returns the ratio of actual to minimum transmission
+	// time last measured on port ch of the NIC's switch (paper 001 §3;
+	// known only while the fabric measures it, see View).
 	ChannelRatio(ch int) (ratio float64, known bool)
 	// QueuedPackets is the number of packets waiting at this NIC to be
 	// injected, over all connections.

@@ -3,9 +3,11 @@ package model
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/fabemu/fabemu/fabric/route"
+	"github.com/fabemu/fabemu/fabric/topo"
 	"github.com/fabemu/fabemu/injection"
 	"github.com/fabemu/fabemu/internal/params"
 	"github.com/fabemu/fabemu/nic"
@@ -83,7 +85,20 @@ func Shorthands(prefix, delivery, reorderMem, injectionPolicy string) []Assignme
 	}
 	add("delivery", "nic.delivery.mode", delivery, func(s string) error { _, err := nic.ParseDeliveryMode(s); return err })
 	add("reorder", "nic.delivery.reorder", reorderMem, func(s string) error { _, err := reorder.ParseMemorySpec(s); return err })
-	add("injection", "nic.delivery.injection.policy", injectionPolicy, func(s string) error { _, err := injection.ParseKind(s); return err })
+	// --injection names either a delivery policy of paper 004 (unlimited,
+	// li, lw: nic.delivery.injection.policy) or an injection-control gate
+	// of paper 001 (no-lim, trans-t, self-tuned:
+	// nic.injection_control.policy); the two tables share no name.
+	if injection.IsControlKind(injectionPolicy) {
+		add("injection", "nic.injection_control.policy", injectionPolicy, func(s string) error { _, err := injection.ParseControlKind(s); return err })
+	} else {
+		add("injection", "nic.delivery.injection.policy", injectionPolicy, func(s string) error {
+			if _, err := injection.ParseKind(s); err != nil {
+				return fmt.Errorf("%w, or an injection control: %s", err, strings.Join(controlKindNames(), ", "))
+			}
+			return nil
+		})
+	}
 	return as
 }
 
@@ -209,6 +224,9 @@ func Resolve[C any, P interface {
 	if note != nil {
 		res.Notes = append(res.Notes, *note)
 	}
+	if note := resolveU1(m); note != nil {
+		res.Notes = append(res.Notes, *note)
+	}
 	return cfg, res, p.Validate()
 }
 
@@ -245,4 +263,38 @@ func (pv *provenance) settleRouting(m *Model) (*Note, error) {
 	}
 	m.Routing.Mode = want
 	return &Note{Key: "routing", Value: string(want), Why: "forced by " + pv.delivery}, nil
+}
+
+func controlKindNames() []string {
+	var s []string
+	for _, k := range injection.ControlKinds() {
+		s = append(s, string(k))
+	}
+	return s
+}
+
+// resolveU1 sets Trans-t's threshold u1 when it is left at 0: the value of
+// paper 001 Table 1 for the topology and lanes per channel, or the lanes
+// per channel when the pair is not in the table (the paper's starting
+// point, §4.2), with a note saying which. Building the topology and router
+// is how the lanes are known; errors are left to validation and the run.
+func resolveU1(m *Model) *Note {
+	c := m.NIC.InjectionControl
+	if c.Resolved() != injection.TransT || c.U1 != 0 || m.Topology.Validate() != nil || m.Routing.Validate() != nil {
+		return nil
+	}
+	t, err := topo.Build(m.Topology)
+	if err != nil {
+		return nil
+	}
+	r, err := route.New(t, m.Routing)
+	if err != nil {
+		return nil
+	}
+	rc, why := nic.ResolveControl(c, t, r.NumVLs())
+	m.NIC.InjectionControl.U1 = rc.U1
+	if why == "" {
+		why = fmt.Sprintf("paper 001 Table 1 for %s with %d lanes per channel", t.Name, r.NumVLs())
+	}
+	return &Note{Key: "nic.injection_control.u1", Value: strconv.FormatFloat(rc.U1, 'g', -1, 64), Why: why}
 }

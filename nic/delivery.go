@@ -510,9 +510,12 @@ func (l *localView) InjectionCredits(vl int) (int, bool) {
 	}
 	return l.d.nw.fab.InjectionCredits(l.h.h, vl), true
 }
-func (l *localView) FreeBuffers() (int, bool)         { return 0, false }
-func (l *localView) ChannelRatio(int) (float64, bool) { return 0, false }
-func (l *localView) QueuedPackets() int               { return l.h.queued }
+func (l *localView) FreeBuffers() (int, bool) { return 0, false }
+func (l *localView) ChannelRatio(ch int) (float64, bool) {
+	r, _, ok := l.d.nw.fab.ChannelRatio(l.h.h, ch)
+	return r, ok
+}
+func (l *localView) QueuedPackets() int { return l.h.queued }
 
 // entRing is a growable ring of send entries, indexed from the oldest.
 type entRing struct {

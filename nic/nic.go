@@ -17,6 +17,7 @@ import (
 
 	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/injection"
 	"github.com/fabemu/fabemu/internal/units"
 )
 
@@ -26,11 +27,14 @@ type Config struct {
 	HeaderBytes units.Bytes `yaml:"header_bytes" json:"header_bytes" unit:"bytes" doc:"per-packet wire overhead: InfiniBand LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26" paper:"004 §4.1"`
 	// Delivery is the end-to-end delivery control (paper 004 §3).
 	Delivery DeliveryConfig `yaml:"delivery" json:"delivery"`
+	// InjectionControl is the NIC-level injection gate of papers 001 and
+	// 002, consulted in every delivery mode (control.go).
+	InjectionControl injection.ControlConfig `yaml:"injection_control" json:"injection_control,omitzero"`
 }
 
 // DefaultConfig is a 256-byte MTU with the IB headers (paper 004 §4.1).
 func DefaultConfig() Config {
-	return Config{MTU: 256, HeaderBytes: 26, Delivery: DefaultDeliveryConfig()}
+	return Config{MTU: 256, HeaderBytes: 26, Delivery: DefaultDeliveryConfig(), InjectionControl: injection.DefaultControlConfig()}
 }
 
 // Validate checks the configuration on its own.
@@ -40,6 +44,9 @@ func (c Config) Validate() error {
 	}
 	if c.HeaderBytes < 0 || c.HeaderBytes > 512 {
 		return fmt.Errorf("nic.header_bytes %v: want 0..512", c.HeaderBytes)
+	}
+	if err := c.InjectionControl.Validate(); err != nil {
+		return err
 	}
 	return c.Delivery.Validate()
 }
@@ -157,6 +164,11 @@ type Network struct {
 	mode  DeliveryMode
 	del   *delivery
 	order *orderMeters
+	// gate is the injection control (control.go), nil without one.
+	gate *gateState
+	// ControlNote says which default the injection control took when the
+	// topology is not in its paper's table; empty otherwise.
+	ControlNote string
 }
 
 // NewMessage returns a message from the pool; the Network reclaims it once
@@ -201,7 +213,14 @@ func NewNetwork(eng *des.Engine, cfg Config, n int, m *Metrics) *Network {
 func (nw *Network) Mode() DeliveryMode { return nw.mode }
 
 // Attach connects the NICs to the fabric.
-func (nw *Network) Attach(f *fabric.Fabric) { nw.fab = f }
+// It panics if the injection control cannot be set up, which a valid
+// configuration rules out.
+func (nw *Network) Attach(f *fabric.Fabric) {
+	nw.fab = f
+	if err := nw.attachControl(f); err != nil {
+		panic(fmt.Sprintf("nic: %v", err))
+	}
+}
 
 // Hosts returns the number of NICs.
 func (nw *Network) Hosts() int { return len(nw.hosts) }
@@ -264,14 +283,23 @@ func (nw *Network) QueueDrainTime(h int) des.Time {
 
 // Peek implements fabric.Endpoint.
 func (nw *Network) Peek(h int) *fabric.Packet {
+	var p *fabric.Packet
 	if nw.del != nil {
-		return nw.del.peek(h)
+		p = nw.del.peek(h)
+	} else {
+		p = nw.hosts[h].injQ.peek()
 	}
-	return nw.hosts[h].injQ.peek()
+	if nw.gate != nil && p != nil && p.Kind == KindData && !nw.admit(h, p) {
+		return nil
+	}
+	return p
 }
 
 // Pop implements fabric.Endpoint.
 func (nw *Network) Pop(h int, at des.Time) {
+	if nw.gate != nil {
+		nw.popGated(h, at)
+	}
 	if nw.del != nil {
 		nw.del.pop(h)
 		return

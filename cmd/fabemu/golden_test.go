@@ -51,6 +51,8 @@ var goldenRuns = []struct {
 	{"sim-tap-square-mix", []string{"sim", "--preset", "tap-square-10g", "--routing", "adaptive", "--sizes", "64:0.5,4096:0.5", "--load", "0.7", "--duration", "40us", "--warmup", "10us"}},
 	// input-queued switches with a 2-iteration iSLIP allocator, adaptive, hot spot
 	{"sim-min64-iq-islip2-adaptive", []string{"sim", "--preset", "paper000-min64", "--routing", "adaptive", "--pattern", "hotspot", "--set", "fabric.switch=iq", "--set", "fabric.allocator=islip(2)", "--load", "0.6", "--duration", "30us", "--warmup", "5us"}},
+	// Trans-t injection control (paper 001 §3) past saturation on an adaptive torus
+	{"sim-torus8x8-transt", []string{"sim", "--preset", "torus8x8-dor", "--routing", "adaptive", "--injection", "trans-t", "--load", "1.0", "--duration", "40us", "--warmup", "20us"}},
 	// trace replay of the embedded sample, deterministic and adaptive-inorder
 	{"replay-sample-det", []string{"replay", "--limit", "2000", "--compression", "20"}},
 	{"replay-sample-inorder", []string{"replay", "--limit", "2000", "--compression", "20", "--delivery", "adaptive-inorder", "--reorder", "dynamic:256KiB,cap=128KiB", "--injection", "li"}},

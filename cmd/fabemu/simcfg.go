@@ -55,7 +55,7 @@ func (m *deliveryFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&m.delivery, "delivery", "", "deterministic (escape routing only), adaptive-ooo (adaptive, deliver on arrival) or adaptive-inorder (adaptive + rearrangement + ACK/NACK); sets the routing mode it needs (a contradicting --routing or --set routing.mode is refused)")
 	fs.StringVar(&m.reorder, "reorder", "", "rearrangement memory per NIC for adaptive-inorder: static:2KiB, static:32KiB, dynamic:256KiB,cap=128KiB, dynamic:4MiB,cap=1MiB or unlimited")
-	fs.StringVar(&m.injection, "injection", "", "injection policy for adaptive-inorder: unlimited, li (ADAP-LI) or lw (ADAP-LW, static memory only)")
+	fs.StringVar(&m.injection, "injection", "", "injection control of every NIC: no-lim, trans-t or self-tuned (paper 001); or the delivery policy of adaptive-inorder: unlimited, li (ADAP-LI) or lw (ADAP-LW, static memory only)")
 }
 
 // shorthands returns the --delivery, --reorder and --injection flags that
