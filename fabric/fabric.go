@@ -462,6 +462,13 @@ func (f *Fabric) Topology() *topo.Topology { return f.topo }
 // Config returns the configuration.
 func (f *Fabric) Config() Config { return f.cfg }
 
+// SerializationTime returns how long bytes take on a link of this fabric
+// (as Config.SerializationTime, without copying the configuration: the
+// NICs ask on every message).
+func (f *Fabric) SerializationTime(bytes int) des.Time {
+	return serTime(int64(bytes), f.dataRate)
+}
+
 func (f *Fabric) blocks(bytes int32) int32 { return (bytes + f.blockBytes - 1) / f.blockBytes }
 
 // NewPacket returns a zeroed packet with a fresh ID from the pool.

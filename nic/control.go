@@ -36,7 +36,7 @@ type gateView struct {
 
 func (v *gateView) Now() int64 { return int64(v.nw.eng.Now()) }
 func (v *gateView) Serialization(b int) int64 {
-	return int64(v.nw.fab.Config().SerializationTime(b))
+	return int64(v.nw.fab.SerializationTime(b))
 }
 func (v *gateView) Lanes() int                  { return v.nw.fab.Lanes() }
 func (v *gateView) InjectionCredits(vl int) int { return v.nw.fab.InjectionCredits(v.h, vl) }

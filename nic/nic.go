@@ -278,7 +278,7 @@ func (nw *Network) QueueDrainTime(h int) des.Time {
 	if nw.del != nil {
 		return -1
 	}
-	return nw.fab.Config().SerializationTime(int(nw.hosts[h].queuedWire))
+	return nw.fab.SerializationTime(int(nw.hosts[h].queuedWire))
 }
 
 // Peek implements fabric.Endpoint.
