@@ -3,6 +3,7 @@ package synth
 import (
 	"time"
 
+	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic"
@@ -39,8 +40,12 @@ type Summary struct {
 	// (rearrangement, waste traffic, reordering metrics); its fields are
 	// flattened into the summary.
 	nic.DeliveryReport
-	Timeseries []Bin          `json:"timeseries"`
-	Run        *model.RunInfo `json:"run,omitempty"`
+	// Queues is the queue state of a queue-scheme switch architecture
+	// (paper 000: 1q, 4q, voqsw, voqnet): queues per input and per
+	// switch, and the bytes that state takes. Absent for cioq and iq.
+	Queues     *fabric.QueueState `json:"queues,omitempty"`
+	Timeseries []Bin              `json:"timeseries"`
+	Run        *model.RunInfo     `json:"run,omitempty"`
 }
 
 // Bin is one time-series bin over the whole run, warm-up included.
@@ -116,6 +121,9 @@ func summarize(s *model.Session, cfg model.SimConfig, active int) *Summary {
 	sum.Invariants = s.Invariants()
 	sum.Timeseries = timeseries(s, active, capBytesPerNs)
 	sum.DeliveryReport = s.DeliveryReport()
+	if qs, ok := s.Fabric.QueueState(); ok {
+		sum.Queues = &qs
+	}
 	return sum
 }
 
