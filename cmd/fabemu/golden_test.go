@@ -47,6 +47,13 @@ var goldenRuns = []struct {
 	{"sim-torus16x16-adaptive", []string{"sim", "--preset", "paper002-torus16x16", "--load", "0.7", "--duration", "15us", "--warmup", "5us"}},
 	// the live-traffic fabric (mesh, 10 Gb/s, 4 KB MTU), size mix
 	{"sim-tap-square-mix", []string{"sim", "--preset", "tap-square-10g", "--routing", "adaptive", "--sizes", "64:0.5,4096:0.5", "--load", "0.7", "--duration", "40us", "--warmup", "10us"}},
+	// MIN with paper 000's queue schemes (1q, 4q, voqsw, voqnet), corner case 2 scaled to 8-9.7 us
+	{"sim-min64-1q-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=1q", "--duration", "15us", "--warmup", "2us"}},
+	{"sim-min64-4q-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=4q", "--duration", "15us", "--warmup", "2us"}},
+	{"sim-min64-voqsw-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=voqsw", "--duration", "15us", "--warmup", "2us"}},
+	{"sim-min64-voqnet-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=voqnet", "--duration", "15us", "--warmup", "2us"}},
+	// VOQsw under adaptive routing (the output is chosen at arrival)
+	{"sim-irregular16-voqsw-adaptive", []string{"sim", "--preset", "paper004-irregular16", "--routing", "adaptive", "--set", "fabric.switch=voqsw", "--load", "0.4", "--duration", "30us", "--warmup", "5us"}},
 	// trace replay of the embedded sample, deterministic and adaptive-inorder
 	{"replay-sample-det", []string{"replay", "--limit", "2000", "--compression", "20"}},
 	{"replay-sample-inorder", []string{"replay", "--limit", "2000", "--compression", "20", "--delivery", "adaptive-inorder", "--reorder", "dynamic:256KiB,cap=128KiB", "--injection", "li"}},
