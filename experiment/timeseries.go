@@ -184,6 +184,6 @@ func (r *Result) timeseriesPlot(path, suffix string) ([]string, error) {
 		series = append(series, report.Series{Name: name, X: t, Y: v})
 	}
 	zero := 0.0
-	err := report.LinePlot(path, ps.Title+suffix, "time (us)", ps.Y+" ("+m.unit+")", series, report.PlotOptions{YMin: &zero, WidthPx: 640, HeightPx: 400})
+	err := report.LinePlot(path, ps.Title+suffix, "time (us)", ps.Y+" ("+m.unit+")", series, report.PlotOptions{YMin: &zero, WidthPx: 640, HeightPx: 400, Legend: report.LegendBottomRight})
 	return []string{path}, err
 }
