@@ -138,10 +138,11 @@ type Row struct {
 }
 
 // PlotSpec describes the plot: a bar plot of one metric per row (tables),
-// or line plots of Y against X with one series per row and one plot per
-// group (sweeps).
+// line plots of Y against X with one series per row and one plot per
+// group (sweeps), or a time series of Y per row over the run (sim
+// experiments without a sweep; Y is a series: throughput).
 type PlotSpec struct {
-	Kind  string `yaml:"kind" json:"kind"` // bar or line
+	Kind  string `yaml:"kind" json:"kind"` // bar, line or timeseries
 	Title string `yaml:"title" json:"title"`
 	X     string `yaml:"x" json:"x"` // metric name (line plots)
 	Y     string `yaml:"y" json:"y"` // metric name
@@ -154,6 +155,9 @@ type Quick struct {
 	Warmup   string    `yaml:"warmup" json:"warmup"`     // sim: warm-up
 	Loads    []float64 `yaml:"loads" json:"loads"`       // sim sweeps: these loads instead
 	Factors  []float64 `yaml:"factors" json:"factors"`   // calibration: these factors instead
+	// Set are --set style overrides applied last (sim), e.g. a corner
+	// case's time scale and a finer bin for a short run.
+	Set []string `yaml:"set" json:"set"`
 }
 
 // ColumnNames lists the table columns an experiment may ask for.
@@ -265,6 +269,12 @@ func (e *Experiment) Validate() error {
 	if err := e.Plot.validate(e.sweep()); err != nil {
 		return err
 	}
+	if e.Plot.Kind == "timeseries" && e.Kind != KindSim {
+		return fmt.Errorf("plot.kind timeseries: only sim experiments have time series")
+	}
+	if len(e.Quick.Set) > 0 && e.Kind != KindSim {
+		return fmt.Errorf("quick.set: applies to sim experiments only")
+	}
 	if g := e.Trace.Generate; g != nil {
 		if e.Trace.File != "" {
 			return fmt.Errorf("trace: give file or generate, not both")
@@ -311,6 +321,9 @@ func (e *Experiment) Validate() error {
 			_, err = e.replayConfig(r, false)
 		} else {
 			_, err = e.simConfig(r, false)
+			if err == nil && len(e.Quick.Set) > 0 {
+				_, err = e.simConfig(r, true)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("row %q: %w", r.Name, err)
@@ -329,6 +342,13 @@ func (p PlotSpec) validate(sweep bool) error {
 		if _, ok := metrics[p.Y]; !ok {
 			return fmt.Errorf("plot.y: unknown metric %q; metrics: %s", p.Y, strings.Join(metricNames(), ", "))
 		}
+	case "timeseries":
+		if sweep {
+			return fmt.Errorf("plot.kind timeseries: not for a load sweep (one run per row)")
+		}
+		if _, ok := seriesMetrics[p.Y]; !ok {
+			return fmt.Errorf("plot.y: unknown time series %q; series: %s", p.Y, strings.Join(seriesMetricNames(), ", "))
+		}
 	case "line":
 		if !sweep {
 			return fmt.Errorf("plot.kind line: needs a load sweep (loads)")
@@ -339,7 +359,7 @@ func (p PlotSpec) validate(sweep bool) error {
 			}
 		}
 	default:
-		return fmt.Errorf("plot.kind %q: want bar or line", p.Kind)
+		return fmt.Errorf("plot.kind %q: want bar, line or timeseries", p.Kind)
 	}
 	return nil
 }
@@ -402,6 +422,11 @@ func (e *Experiment) resolveSim(r Row, quick bool) (model.SimConfig, model.Resol
 		if e.Quick.Warmup != "" {
 			if err := params.Set(&cfg, "run.warmup="+e.Quick.Warmup); err != nil {
 				return cfg, res, fmt.Errorf("quick.warmup: %w", err)
+			}
+		}
+		for _, kv := range e.Quick.Set {
+			if err := params.Set(&cfg, kv); err != nil {
+				return cfg, res, fmt.Errorf("quick.set %q: %w", kv, err)
 			}
 		}
 	}

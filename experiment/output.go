@@ -305,6 +305,8 @@ func (r *Result) WritePlot(path string) ([]string, error) {
 			title += fmt.Sprintf(", compression %g", r.Compression)
 		}
 		return []string{path}, report.BarPlot(path, title+suffix, ps.Y+" ("+unit+")", bars, report.PlotOptions{})
+	case "timeseries":
+		return r.timeseriesPlot(path, suffix)
 	case "line":
 		groups := map[string][]report.Series{}
 		var order []string

@@ -62,13 +62,16 @@ type TraceInfo struct {
 // RowResult is one row: the full summary of its run, or the points of a
 // load sweep.
 type RowResult struct {
-	Name    string                `json:"name"`
-	Summary any                   `json:"summary,omitempty"` // *replay.ReplaySummary or *synth.Summary
-	Points  []SweepPoint          `json:"points,omitempty"`
-	Group   string                `json:"group,omitempty"`
-	Series  string                `json:"series,omitempty"`
-	replay  *replay.ReplaySummary // typed views of Summary
-	sim     *synth.Summary
+	Name    string       `json:"name"`
+	Summary any          `json:"summary,omitempty"` // *replay.ReplaySummary or *synth.Summary
+	Points  []SweepPoint `json:"points,omitempty"`
+	Group   string       `json:"group,omitempty"`
+	Series  string       `json:"series,omitempty"`
+	// Throughput is the network throughput per time bin of a sim row
+	// that is not a sweep (paper 000 Figs. 2, 3, 6).
+	Throughput *Series               `json:"throughput,omitempty"`
+	replay     *replay.ReplaySummary // typed views of Summary
+	sim        *synth.Summary
 }
 
 // SweepPoint is one offered load of a sweep row.
@@ -392,6 +395,7 @@ func (e *Experiment) runSim(res *Result, p *pool, quick bool) error {
 			jobs = append(jobs, func() error {
 				s, err := synth.RunSim(cfg, nil)
 				res.Rows[i].Summary, res.Rows[i].sim = s, s
+				res.Rows[i].Throughput = throughputSeries(s)
 				if err != nil {
 					return fmt.Errorf("row %q: %w", r.Name, err)
 				}

@@ -53,6 +53,13 @@ var goldenRuns = []struct {
 	{"sim-min64-iq-islip2-adaptive", []string{"sim", "--preset", "paper000-min64", "--routing", "adaptive", "--pattern", "hotspot", "--set", "fabric.switch=iq", "--set", "fabric.allocator=islip(2)", "--load", "0.6", "--duration", "30us", "--warmup", "5us"}},
 	// Trans-t injection control (paper 001 §3) past saturation on an adaptive torus
 	{"sim-torus8x8-transt", []string{"sim", "--preset", "torus8x8-dor", "--routing", "adaptive", "--injection", "trans-t", "--load", "1.0", "--duration", "40us", "--warmup", "20us"}},
+	// MIN with paper 000's queue schemes (1q, 4q, voqsw, voqnet), corner case 2 scaled to 8-9.7 us
+	{"sim-min64-1q-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=1q", "--duration", "15us", "--warmup", "2us"}},
+	{"sim-min64-4q-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=4q", "--duration", "15us", "--warmup", "2us"}},
+	{"sim-min64-voqsw-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=voqsw", "--duration", "15us", "--warmup", "2us"}},
+	{"sim-min64-voqnet-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=voqnet", "--duration", "15us", "--warmup", "2us"}},
+	// VOQsw under adaptive routing (the output is chosen at arrival)
+	{"sim-irregular16-voqsw-adaptive", []string{"sim", "--preset", "paper004-irregular16", "--routing", "adaptive", "--set", "fabric.switch=voqsw", "--load", "0.4", "--duration", "30us", "--warmup", "5us"}},
 	// trace replay of the embedded sample, deterministic and adaptive-inorder
 	{"replay-sample-det", []string{"replay", "--limit", "2000", "--compression", "20"}},
 	{"replay-sample-inorder", []string{"replay", "--limit", "2000", "--compression", "20", "--delivery", "adaptive-inorder", "--reorder", "dynamic:256KiB,cap=128KiB", "--injection", "li"}},

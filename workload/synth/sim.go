@@ -40,7 +40,11 @@ type Summary struct {
 	// (rearrangement, waste traffic, reordering metrics); its fields are
 	// flattened into the summary.
 	nic.DeliveryReport
-	Timeseries []Bin `json:"timeseries"`
+	// Queues is the queue state of a queue-scheme switch architecture
+	// (paper 000: 1q, 4q, voqsw, voqnet): queues per input and per
+	// switch, and the bytes that state takes. Absent for cioq and iq.
+	Queues     *fabric.QueueState `json:"queues,omitempty"`
+	Timeseries []Bin              `json:"timeseries"`
 	// RECN holds the recn switch's figures (SAQs per port and network-wide,
 	// notifications, markers, exhaustion; saqs_over_time uses the bins of
 	// timeseries); absent for other switch architectures.
@@ -122,6 +126,9 @@ func summarize(s *model.Session, cfg model.SimConfig, active int) *Summary {
 	sum.Timeseries = timeseries(s, active, capBytesPerNs)
 	sum.DeliveryReport = s.DeliveryReport()
 	sum.RECN = s.Fabric.RECN(m.BinWidth, len(sum.Timeseries))
+	if qs, ok := s.Fabric.QueueState(); ok {
+		sum.Queues = &qs
+	}
 	return sum
 }
 

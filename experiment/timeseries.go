@@ -1,0 +1,189 @@
+package experiment
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/fabemu/fabemu/internal/report"
+	"github.com/fabemu/fabemu/workload/synth"
+	"github.com/fabemu/fabemu/workload/traffic"
+)
+
+// Series is a per-bin figure of a sim row over the whole run (warm-up
+// included), as the papers draw network throughput against time
+// (paper 000 Figs. 2, 3 and 6).
+type Series struct {
+	Name   string    `json:"name"`
+	Unit   string    `json:"unit"`
+	BinUs  float64   `json:"bin_us"`
+	TimeUs []float64 `json:"time_us"` // bin starts
+	Values []float64 `json:"values"`
+	// HotStartUs and HotEndUs bound the traffic pattern's hot window
+	// (the corner cases' congestion tree), when it has one.
+	HotStartUs *float64 `json:"hot_start_us,omitempty"`
+	HotEndUs   *float64 `json:"hot_end_us,omitempty"`
+}
+
+// seriesMetric takes a time series from a sim summary.
+type seriesMetric struct {
+	unit string
+	get  func(s *synth.Summary) (time, values []float64)
+}
+
+// seriesMetrics are the time series a timeseries plot may draw.
+var seriesMetrics = map[string]seriesMetric{
+	// throughput is the network throughput of paper 000 §4.3: payload
+	// bytes delivered to all hosts per nanosecond, per bin.
+	"throughput": {"bytes/ns", func(s *synth.Summary) ([]float64, []float64) {
+		sw := float64(s.Topology.Switches)
+		t := make([]float64, len(s.Timeseries))
+		v := make([]float64, len(s.Timeseries))
+		for i, b := range s.Timeseries {
+			t[i], v[i] = b.TimeUs, b.AcceptedBytesPerNsPerSwitch*sw
+		}
+		return t, v
+	}},
+}
+
+func seriesMetricNames() []string {
+	var ns []string
+	for n := range seriesMetrics {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// hotWindow returns the hot window of a pattern that has one (the corner
+// cases), in microseconds.
+func hotWindow(s *synth.Summary) (start, end float64, ok bool) {
+	spec, err := traffic.ParsePattern(s.Config.Traffic.Pattern)
+	if err != nil {
+		return 0, 0, false
+	}
+	p, err := traffic.NewPattern(spec, s.Topology.Hosts)
+	if err != nil {
+		return 0, 0, false
+	}
+	w, has := p.(interface{ HotWindow() (int64, int64) })
+	if !has {
+		return 0, 0, false
+	}
+	a, b := w.HotWindow()
+	return float64(a) / 1e6, float64(b) / 1e6, true
+}
+
+// throughputSeries builds a row's network throughput series.
+func throughputSeries(s *synth.Summary) *Series {
+	if s == nil || len(s.Timeseries) == 0 {
+		return nil
+	}
+	t, v := seriesMetrics["throughput"].get(s)
+	out := &Series{Name: "throughput", Unit: "bytes/ns", TimeUs: t, Values: v}
+	if len(t) > 1 {
+		out.BinUs = t[1] - t[0]
+	}
+	if a, b, ok := hotWindow(s); ok {
+		out.HotStartUs, out.HotEndUs = &a, &b
+	}
+	return out
+}
+
+// windowMean is the mean of the series over the bins starting in
+// [from, to) microseconds, and whether there was any.
+func (s *Series) windowMean(from, to float64) (float64, bool) {
+	sum, n := 0.0, 0
+	for i, t := range s.TimeUs {
+		if t >= from && t < to && (s.BinUs == 0 || t+s.BinUs <= to+1e-9) {
+			sum += s.Values[i]
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return sum / float64(n), true
+}
+
+// throughputWindow is a column's view of a row's throughput: before the
+// hot window (after warm-up), during it, after it, or its lowest bin
+// from the hot window's start on.
+func throughputWindow(v view, which string) string {
+	if v.sim == nil {
+		return "-"
+	}
+	s := throughputSeries(v.sim)
+	if s == nil || s.HotStartUs == nil {
+		return "-"
+	}
+	a, b := *s.HotStartUs, *s.HotEndUs
+	end := (v.sim.WarmupNs + v.sim.SimTimeNs) / 1e3
+	var m float64
+	var ok bool
+	switch which {
+	case "before":
+		m, ok = s.windowMean(v.sim.WarmupNs/1e3, a)
+	case "tree":
+		m, ok = s.windowMean(a, b)
+	case "after":
+		m, ok = s.windowMean(b, end)
+	case "min":
+		for i, t := range s.TimeUs {
+			if t >= a && (!ok || s.Values[i] < m) && (s.BinUs == 0 || t+s.BinUs <= end+1e-9) {
+				m, ok = s.Values[i], true
+			}
+		}
+	}
+	if !ok {
+		return "-"
+	}
+	return report.FormatFloat(m, 3)
+}
+
+func init() {
+	metrics["throughput"] = metric{"bytes/ns", func(v view) float64 {
+		if v.sim != nil {
+			return v.sim.AcceptedBytesPerNs
+		}
+		return 0
+	}}
+	columns["throughput"] = column{"Throughput", "bytes/ns", func(_ *Result, v view) string {
+		return report.FormatFloat(metrics["throughput"].get(v), 3)
+	}}
+	for _, w := range []struct{ key, name string }{{"before", "Before tree"}, {"tree", "During tree"}, {"after", "After tree"}, {"min", "Lowest bin"}} {
+		columns["tput_"+w.key] = column{w.name, "bytes/ns", func(_ *Result, v view) string { return throughputWindow(v, w.key) }}
+	}
+	columns["queues"] = column{"Queues/input", "", func(_ *Result, v view) string {
+		if v.sim == nil || v.sim.Queues == nil {
+			return "-"
+		}
+		return fmt.Sprint(v.sim.Queues.QueuesPerInput)
+	}}
+	columns["queue_state"] = column{"Queue state/switch", "bytes", func(_ *Result, v view) string {
+		if v.sim == nil || v.sim.Queues == nil {
+			return "-"
+		}
+		return report.FormatInt(v.sim.Queues.StateBytesPerSwitch)
+	}}
+}
+
+// timeseriesPlot draws every row's series of the plot's Y over time.
+func (r *Result) timeseriesPlot(path, suffix string) ([]string, error) {
+	ps := r.exp.Plot
+	m := seriesMetrics[ps.Y]
+	var series []report.Series
+	for _, row := range r.Rows {
+		if row.sim == nil {
+			continue
+		}
+		t, v := m.get(row.sim)
+		name := row.Series
+		if name == "" {
+			name = row.Name
+		}
+		series = append(series, report.Series{Name: name, X: t, Y: v})
+	}
+	zero := 0.0
+	err := report.LinePlot(path, ps.Title+suffix, "time (us)", ps.Y+" ("+m.unit+")", series, report.PlotOptions{YMin: &zero, WidthPx: 640, HeightPx: 400, Legend: report.LegendBottomRight})
+	return []string{path}, err
+}
