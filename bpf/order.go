@@ -52,6 +52,7 @@ type FlowOrder struct {
 // Order is a loaded and attached order meter.
 type Order struct {
 	cfg   OrderConfig
+	mode  Attach
 	objs  orderObjects
 	hooks *hooks
 }
@@ -82,11 +83,12 @@ func OpenOrder(cfg OrderConfig) (*Order, error) {
 		o.objs.Close()
 		return nil, err
 	}
+	o.mode = o.hooks.mode
 	return o, nil
 }
 
 // Mode is how the programs were attached: AttachTCX or AttachTC.
-func (o *Order) Mode() Attach { return o.hooks.mode }
+func (o *Order) Mode() Attach { return o.mode }
 
 // Detach stops measuring; the flow table stays readable until Close.
 func (o *Order) Detach() error {
