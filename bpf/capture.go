@@ -90,7 +90,10 @@ func ParseFilter(terms []string) (Filter, error) {
 	return f, nil
 }
 
-// String is the filter in ParseFilter's syntax, "" for AnyFilter.
+var protoNames = map[int]string{6: "tcp", 17: "udp", 1: "icmp", 58: "icmp6"}
+
+// String is the filter's terms in ParseFilter's syntax joined by " and ",
+// "" for AnyFilter.
 func (f Filter) String() string {
 	var s []string
 	if f.Host.IsValid() {
@@ -100,7 +103,11 @@ func (f Filter) String() string {
 		s = append(s, "port "+strconv.Itoa(int(f.Port)))
 	}
 	if f.Proto >= 0 {
-		s = append(s, "proto "+layers.IPProtocol(f.Proto).String())
+		name, ok := protoNames[f.Proto]
+		if !ok {
+			name = strconv.Itoa(f.Proto)
+		}
+		s = append(s, "proto "+name)
 	}
 	return strings.Join(s, " and ")
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ func TestParseFilter(t *testing.T) {
 	if f.Host != netip.MustParseAddr("10.0.0.1") || f.Port != 5201 || f.Proto != 6 {
 		t.Fatalf("got %+v", f)
 	}
-	if s := f.String(); s != "host 10.0.0.1 and port 5201 and proto TCP" {
+	if s := f.String(); s != "host 10.0.0.1 and port 5201 and proto tcp" {
 		t.Errorf("String() = %q", s)
 	}
 	for _, bad := range []string{"host", "host x", "port 0", "port 70000", "proto sctpx", "vlan 3"} {
@@ -34,6 +35,28 @@ func TestParseFilter(t *testing.T) {
 	if f, _ := ParseFilter(nil); f != AnyFilter || f.String() != "" {
 		t.Errorf("empty filter = %+v", f)
 	}
+}
+
+// FuzzParseFilter: no input panics, and an accepted filter prints as
+// terms that parse back to it.
+func FuzzParseFilter(f *testing.F) {
+	for _, s := range []string{"host 10.0.0.1", "port=5201", "proto tcp", "proto 47", "host ::1", "vlan 3", "port 0"} {
+		f.Add(s, "proto udp")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		flt, err := ParseFilter([]string{a, b})
+		if err != nil {
+			return
+		}
+		var terms []string
+		if s := flt.String(); s != "" {
+			terms = strings.Split(s, " and ")
+		}
+		back, err := ParseFilter(terms)
+		if err != nil || back != flt {
+			t.Fatalf("%q %q -> %+v -> %q -> %+v, %v", a, b, flt, flt.String(), back, err)
+		}
+	})
 }
 
 // TestCaptureAccountsForEveryFrame sends a known number of UDP datagrams
