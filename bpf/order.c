@@ -24,10 +24,11 @@
  * a history of arrivals and are left to the user-space meter.
  *
  * The flow table is an LRU hash, so old flows are evicted rather than new
- * ones refused. Updates are not locked: a flow's segments are normally
- * handled by one CPU at a time (the socket lock on egress, RSS/RPS flow
- * steering on ingress); two CPUs updating one flow at once could lose an
- * update. */
+ * ones refused. Two CPUs can handle segments of one flow at once (a qdisc
+ * releasing a delayed segment from a timer while the sender transmits
+ * another, for instance), so updates take a spin lock. LRU hash values
+ * cannot hold one, so the locks are striped: an array of LOCKS locks, the
+ * flow's key hashed to pick one. */
 #include "parse.h"
 
 #define MAX_HOLES 64
@@ -65,6 +66,31 @@ struct {
 	__type(key, struct flow_key);
 	__type(value, struct flow_state);
 } flows SEC(".maps");
+
+#define LOCKS 1024
+
+struct flow_lock {
+	struct bpf_spin_lock lock;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LOCKS);
+	__type(key, __u32);
+	__type(value, struct flow_lock);
+} locks SEC(".maps");
+
+/* lock_of picks the flow's lock: a multiplicative hash of the key's words. */
+static __always_inline struct flow_lock *lock_of(const struct flow_key *k)
+{
+	const __u32 *w = (const __u32 *)k;
+	__u32 h = 0;
+
+	for (int i = 0; i < (int)(sizeof(*k) / 4); i++)
+		h = (h ^ w[i]) * 0x9e3779b1;
+	h = (h >> 16) % LOCKS;
+	return bpf_map_lookup_elem(&locks, &h);
+}
 
 /* Counters: TCP packets seen, and flows whose state could not be created. */
 enum { OCNT_TCP, OCNT_NOSTATE, OCNT_MAX };
@@ -201,8 +227,10 @@ static __always_inline int order(struct __sk_buff *skb, __u32 dir)
 	struct pkt p = {};
 	struct flow_key k = {};
 	struct flow_state *f;
+	struct flow_lock *lk;
 	struct tcphdr th;
 	__u32 len;
+	__u64 now;
 
 	if (parse_l3l4(skb, &p) < 0 || p.proto != IPPROTO_TCP || !p.sport)
 		return PASS;
@@ -236,17 +264,22 @@ static __always_inline int order(struct __sk_buff *skb, __u32 dir)
 		f->first_ns = bpf_ktime_get_ns();
 		f->dir = dir;
 	}
-	f->last_ns = bpf_ktime_get_ns();
-	f->packets++;
-	f->bytes += skb->len;
-
+	lk = lock_of(&k);
+	if (!lk)
+		return PASS;
 	/* Sequence space: payload, plus one each for SYN and FIN. */
 	len = p.ip_end - p.l4off - th.doff * 4;
 	if ((__s32)len < 0)
 		len = 0;
 	len += th.syn + th.fin;
+	now = bpf_ktime_get_ns(); /* no helper calls under the lock */
+	bpf_spin_lock(&lk->lock);
+	f->last_ns = now;
+	f->packets++;
+	f->bytes += skb->len;
 	if (len > 0)
 		observe(f, bpf_ntohl(th.seq), len);
+	bpf_spin_unlock(&lk->lock);
 	return PASS;
 }
 

@@ -24,6 +24,14 @@ type orderFlowKey struct {
 	Pad    [2]uint8
 }
 
+type orderFlowLock struct {
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+}
+
 type orderFlowState struct {
 	_             structs.HostLayout
 	FirstNs       uint64
@@ -51,6 +59,7 @@ type orderFlowState struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	orderMapFlows         = "flows"
+	orderMapLocks         = "locks"
 	orderMapOcounters     = "ocounters"
 	orderProgOrderEgress  = "order_egress"
 	orderProgOrderIngress = "order_ingress"
@@ -107,6 +116,7 @@ type orderProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type orderMapSpecs struct {
 	Flows     *ebpf.MapSpec `ebpf:"flows"`
+	Locks     *ebpf.MapSpec `ebpf:"locks"`
 	Ocounters *ebpf.MapSpec `ebpf:"ocounters"`
 }
 
@@ -137,12 +147,14 @@ func (o *orderObjects) Close() error {
 // It can be passed to loadOrderObjects or ebpf.CollectionSpec.LoadAndAssign.
 type orderMaps struct {
 	Flows     *ebpf.Map `ebpf:"flows"`
+	Locks     *ebpf.Map `ebpf:"locks"`
 	Ocounters *ebpf.Map `ebpf:"ocounters"`
 }
 
 func (m *orderMaps) Close() error {
 	return _OrderClose(
 		m.Flows,
+		m.Locks,
 		m.Ocounters,
 	)
 }
