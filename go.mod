@@ -3,6 +3,7 @@ module github.com/fabemu/fabemu
 go 1.26.8
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/gopacket/gopacket v1.7.7
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2
