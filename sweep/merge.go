@@ -149,7 +149,11 @@ func ReadMerged(path string) (*Merged, error) {
 		if pt.Index != i {
 			return nil, fmt.Errorf("%s: points[%d] has index %d: want the points in plan order", path, i, pt.Index)
 		}
-		if sum(pt.Result) != pt.SHA256 {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, pt.Result); err != nil {
+			return nil, fmt.Errorf("%s: point #%d %s: %w", path, i, pt.ID, err)
+		}
+		if sum(compact.Bytes()) != pt.SHA256 {
 			return nil, fmt.Errorf("%s: point #%d %s: checksum mismatch", path, i, pt.ID)
 		}
 	}

@@ -123,7 +123,7 @@ func (p *Plan) Write(w io.Writer, shards int) error {
 	if shards > 0 {
 		fmt.Fprintf(w, "%d shards (%d to %d points each)\n", shards, len(p.Points)/shards, (len(p.Points)+shards-1)/shards)
 	}
-	fmt.Fprintf(w, "memory estimate: at most %d MiB per point (rough: from switch, host, link and lane counts and buffer sizes, not measured)\n\n", p.MaxMemoryMiB())
+	fmt.Fprintf(w, "memory estimate: at most %d MiB per point (a rough guess from switch, host, link and lane counts, buffer sizes and trace length; docs/sweeps.md)\n\n", p.MaxMemoryMiB())
 	t := report.Table{Columns: []report.Column{{Name: "#", Align: report.AlignRight}}}
 	if shards > 0 {
 		t.Columns = append(t.Columns, report.Column{Name: "shard", Align: report.AlignRight})
@@ -146,24 +146,27 @@ func (p *Plan) Write(w io.Writer, shards int) error {
 }
 
 // estimateModel is the rough memory estimate of one run of model m in
-// MiB: a fixed 48 MiB for the runtime and tables, the buffers of every
-// switch port and NIC at their full capacity (packets are allocated as
-// they are buffered), 256 bytes of connection state per ordered host pair
-// and lane (two lanes assumed), 200 bytes per trace record held, doubled for the collector's
-// headroom (GOGC 400 lets the heap grow past the live data) and rounded
-// up to 64 MiB.
+// MiB: a fixed 128 MiB for the runtime, routing tables and statistics, the
+// buffers of every switch port and NIC at their full capacity (packets are
+// allocated as they are buffered), 256 bytes of connection state per
+// ordered host pair and lane (two lanes assumed), 1 KiB per trace record
+// (the record, its request and reply state while in flight), doubled for
+// the collector's headroom (GOGC 400 lets the heap grow past the live
+// data) and rounded up to 64 MiB. It is a guess checked against one
+// measurement (paper004-table1: 150 to 197 MB peak RSS per shard, estimate
+// 256 MiB; docs/sweeps.md), not a bound.
 func estimateModel(m *model.Model, records int64) int {
 	t, err := topo.Build(m.Topology)
 	if err != nil {
 		return 256 // the run reports the error itself; a safe guess
 	}
 	sum := t.Summarize()
-	const lanes = 2 // an escape and an adaptive lane; most runs have no more
+	const lanes = 2 // an escape and an adaptive lane
 	ports := int64(2 * sum.Links)
 	buf := ports * int64(m.Fabric.InputBuffer+m.Fabric.OutputBuffer)
 	buf += int64(sum.Hosts) * lanes * int64(m.Fabric.NICBuffer)
 	conn := int64(sum.Hosts) * int64(sum.Hosts) * lanes * 256
-	bytes := buf + conn + records*200
-	mib := 48 + 2*int((bytes+(1<<20)-1)>>20)
+	bytes := buf + conn + records*1024
+	mib := 128 + 2*int((bytes+(1<<20)-1)>>20)
 	return (mib + 63) / 64 * 64
 }

@@ -155,13 +155,14 @@ func ShardFromEnv(getenv func(string) string, defaultShards int) (ShardEnv, bool
 			if err != nil {
 				return ShardEnv{}, false, err
 			}
-			lo := 0
+			lo, from := 0, "SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT"
 			if getenv("SLURM_ARRAY_TASK_MIN") != "" {
 				if lo, err = num("SLURM_ARRAY_TASK_MIN"); err != nil {
 					return ShardEnv{}, false, err
 				}
+				from = "SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN, and SLURM_ARRAY_TASK_COUNT"
 			}
-			return checkShard(ShardEnv{id - lo, n, "SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT and SLURM_ARRAY_TASK_MIN"})
+			return checkShard(ShardEnv{id - lo, n, from})
 		}
 		if getenv("SLURM_ARRAY_TASK_MIN") != "" && getenv("SLURM_ARRAY_TASK_MAX") != "" {
 			lo, err := num("SLURM_ARRAY_TASK_MIN")
