@@ -1,5 +1,6 @@
-// Package deploy holds the container image, the Kubernetes manifests and
-// the Slurm script that run fabemu sweeps on a cluster (docs/sweeps.md).
+// Package deploy holds what runs fabemu outside a shell: the daemon's
+// systemd unit, and the container image, Kubernetes manifests and Slurm
+// script that run sweeps on a cluster (docs/sweeps.md).
 // Its tests check them without a cluster: the manifests decode strictly
 // into the Kubernetes API types, the script passes bash -n and its dry run
 // (the array's variables set by hand) merges to the local run's bytes, and
@@ -218,6 +219,18 @@ func TestSlurmScript(t *testing.T) {
 			t.Errorf("task %d does not say where its shard came from:\n%s", i, out)
 		}
 	}
+	// task 2 killed mid-file, resubmitted alone with the original count
+	f2 := sweep.ShardFile(filepath.Join(dir, "array"), 2, n)
+	data, err := os.ReadFile(f2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(f2, data[:len(data)/2], 0o644)
+	cmd := exec.Command("bash", script, spec, filepath.Join(dir, "array"))
+	cmd.Env = append(os.Environ(), "FABEMU_BIN="+bin, "SLURM_ARRAY_TASK_ID=2", "SLURM_ARRAY_TASK_COUNT=1", "SLURM_ARRAY_TASK_MIN=2", fmt.Sprintf("FABEMU_SHARDS=%d", n))
+	if out, err := cmd.CombinedOutput(); err != nil || !bytes.Contains(out, []byte(fmt.Sprintf("shard 2/%d (--shard)", n))) || !bytes.Contains(out, []byte("resumed")) {
+		t.Fatalf("resubmitted task 2: %v\n%s", err, out)
+	}
 	if out, err := exec.Command(bin, "sweep", "run", spec, "--out", filepath.Join(dir, "local"), "--jobs", "2").CombinedOutput(); err != nil {
 		t.Fatalf("local run: %v\n%s", err, out)
 	}
@@ -233,7 +246,7 @@ func TestSlurmScript(t *testing.T) {
 		t.Fatal("the job array's merged result differs from the local run's")
 	}
 	// without the array's variables the script refuses to run
-	cmd := exec.Command("bash", script, spec, filepath.Join(dir, "x"))
+	cmd = exec.Command("bash", script, spec, filepath.Join(dir, "x"))
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "FABEMU_BIN=" + bin}
 	if out, err := cmd.CombinedOutput(); err == nil || !bytes.Contains(out, []byte("SLURM_ARRAY_TASK_ID is not set")) {
 		t.Errorf("script outside an array: %v\n%s", err, out)
