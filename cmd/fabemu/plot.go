@@ -35,6 +35,11 @@ func newPlotCmd() *cobra.Command {
 			if err := res.WriteTable(out); err != nil {
 				return err
 			}
+			if e, err := experiment.FromJSON(m.Experiment, args[0]); err == nil {
+				for _, n := range e.Notes() {
+					fmt.Fprintln(out, n)
+				}
+			}
 			if err := writeOut(jsonPath, res); err != nil {
 				return err
 			}
