@@ -20,6 +20,9 @@ const (
 	MergedSchema  = "fabemu.sweep.merged/v1"
 )
 
+// maxPoints bounds a plan's points as a result file states them.
+const maxPoints = 1 << 22
+
 // Record is one line of a shard's result file: one point's result,
 // self-describing (plan, point, configuration hash, seed) and checked by
 // the SHA-256 of its result's bytes.
@@ -115,6 +118,10 @@ func readShardFile(path string) (*shardFile, error) {
 			var r Record
 			if err := json.Unmarshal(b, &r); err != nil {
 				f.problem = fmt.Sprintf("line %d: %v", line, err)
+				return f, nil
+			}
+			if r.Total < 1 || r.Total > maxPoints || r.Index < 0 || r.Index >= r.Total {
+				f.problem = fmt.Sprintf("line %d (point %s): index %d of %d points: want 0 <= index < points <= %d", line, r.ID, r.Index, r.Total, maxPoints)
 				return f, nil
 			}
 			if sum(r.Result) != r.SHA256 {
