@@ -334,10 +334,8 @@ func (e *Experiment) rowIndex(name string) int {
 // calibrate runs cfg at each factor and picks one (see the package
 // comment).
 func (e *Experiment) calibrate(cfg replay.ReplaySimConfig, p *pool, quick bool, fix func(*replay.ReplaySummary)) (*CalibrationResult, error) {
-	c := e.Calibration
 	fs := e.factors(quick)
-	cal := &CalibrationResult{Row: c.Row, MinUtilisation: c.MinUtilisation, MinBacklog: c.MinBacklog,
-		Points: make([]CalibrationPoint, len(fs))}
+	points := make([]CalibrationPoint, len(fs))
 	jobs := make([]func() error, len(fs))
 	for i, f := range fs {
 		jobs[i] = func() error {
@@ -348,38 +346,14 @@ func (e *Experiment) calibrate(cfg replay.ReplaySimConfig, p *pool, quick bool, 
 				return fmt.Errorf("calibration at compression %g: %w", f, err)
 			}
 			fix(s)
-			pt := CalibrationPoint{Factor: f, AcceptedBytesPerNsPerSwitch: s.AcceptedBytesPerNsPerSwitch,
-				TraceExecutionTimeNs: s.TraceExecutionTimeNs, LastIssueNs: s.LastIssueNs, InvariantsOK: s.Invariants.OK}
-			if s.LastIssueNs > 0 {
-				pt.Backlog = s.TraceExecutionTimeNs / s.LastIssueNs
-			}
-			cal.Points[i] = pt
+			points[i] = calibrationPoint(f, s)
 			return nil
 		}
 	}
 	if err := p.run(jobs); err != nil {
 		return nil, err
 	}
-	for _, pt := range cal.Points {
-		if pt.AcceptedBytesPerNsPerSwitch > cal.SaturationBytesPerNsPerSwitch {
-			cal.SaturationBytesPerNsPerSwitch, cal.SaturationFactor = pt.AcceptedBytesPerNsPerSwitch, pt.Factor
-		}
-	}
-	pick := -1
-	for i, pt := range cal.Points {
-		if pt.AcceptedBytesPerNsPerSwitch >= c.MinUtilisation*cal.SaturationBytesPerNsPerSwitch && pt.Backlog >= c.MinBacklog {
-			pick = i
-			break
-		}
-	}
-	if pick < 0 {
-		return cal, fmt.Errorf("calibration: no factor of %v gives accepted traffic >= %g of saturation (%.4g bytes/ns/switch) with execution time >= %g x the compressed span; extend calibration.factors",
-			fs, c.MinUtilisation, cal.SaturationBytesPerNsPerSwitch, c.MinBacklog)
-	}
-	pt := cal.Points[pick]
-	cal.Chosen, cal.Backlog = pt.Factor, pt.Backlog
-	cal.Utilisation = pt.AcceptedBytesPerNsPerSwitch / cal.SaturationBytesPerNsPerSwitch
-	return cal, nil
+	return e.Calibrate(points, quick)
 }
 
 func (e *Experiment) runSim(res *Result, p *pool, quick bool) error {

@@ -7,10 +7,10 @@ import (
 
 // TestQuickCorners runs the paper 000 corner-case experiments with
 // --quick: rows named by mechanism, a throughput series per row covering
-// the scaled tree (80-97 us), the queue state of each scheme, and the
-// time-series plot.
+// the scaled tree (80-97 us), the queue state of each queue scheme (and
+// RECN's report for its row), and the time-series plot.
 func TestQuickCorners(t *testing.T) {
-	rows := []string{"IQ", "4Q", "VOQsw", "VOQnet"}
+	rows := []string{"IQ", "4Q", "VOQsw", "VOQnet", "RECN"}
 	queues := map[string]int{"IQ": 1, "4Q": 4, "VOQsw": 8, "VOQnet": 64}
 	for _, name := range []string{"paper000-corner1", "paper000-corner2"} {
 		t.Run(name, func(t *testing.T) {
@@ -25,6 +25,12 @@ func TestQuickCorners(t *testing.T) {
 				}
 				if m, ok := s.windowMean(20, 80); !ok || m < 10 {
 					t.Errorf("row %s: throughput before the tree %g bytes/ns", r.Name, m)
+				}
+				if r.Name == "RECN" {
+					if r.sim.RECN == nil {
+						t.Errorf("row RECN: no RECN report")
+					}
+					continue
 				}
 				if q := r.sim.Queues; q == nil || q.QueuesPerInput != queues[r.Name] {
 					t.Errorf("row %s: queues %+v, want %d per input", r.Name, q, queues[r.Name])

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/fabemu/fabemu/internal/report"
+	"github.com/fabemu/fabemu/sweep"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newSweepCmd) }
+
+func newSweepCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sweep",
+		Short: "Plan, run (sharded over a cluster or locally), merge and watch a sweep of independent runs",
+		Long: `A sweep is an experiment (embedded or a file), or a grid over --set keys,
+loads and seeds on a preset, split into independent points. "sweep plan"
+lists the points; "sweep run" runs all of them on a local worker pool, or
+one shard of them (a Kubernetes Indexed Job's or Slurm job array's task);
+"sweep merge" checks that every point is there exactly once and writes the
+merged result, which "fabemu plot" turns into the experiment's table and
+plots. Every sharding merges to the same bytes as a local run. Recipes and
+file formats: docs/sweeps.md.`,
+	}
+	cmd.AddCommand(newSweepPlanCmd(), newSweepRunCmd(), newSweepMergeCmd(), newSweepStatusCmd())
+	return cmd
+}
+
+func loadPlan(path string) (*sweep.Plan, error) {
+	s, dir, err := sweep.LoadSpec(path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := sweep.NewPlan(s, dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+func newSweepPlanCmd() *cobra.Command {
+	var shards int
+	cmd := &cobra.Command{
+		Use:   "plan SPEC.yaml|EXPERIMENT",
+		Short: "Print a sweep's points in order, with each one's shard, seed, configuration hash and memory estimate",
+		Example: `  fabemu sweep plan deploy/examples/table1.yaml --shards 8
+  fabemu sweep plan paper004-fig5`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := loadPlan(args[0])
+			if err != nil {
+				return err
+			}
+			if shards == 0 {
+				shards = p.Spec.Shards
+			}
+			if shards < 0 {
+				return fmt.Errorf("--shards %d: must not be negative", shards)
+			}
+			return p.Write(cmd.OutOrStdout(), shards)
+		},
+	}
+	cmd.Flags().IntVar(&shards, "shards", 0, "show the shard of each point for this many shards (default: the spec's shards)")
+	return cmd
+}
+
+func newSweepRunCmd() *cobra.Command {
+	var shard, out string
+	var jobs int
+	cmd := &cobra.Command{
+		Use:   "run SPEC.yaml|EXPERIMENT",
+		Short: "Run a sweep's points, or one shard of them, into a results directory (resumable)",
+		Long: `Run the points of a sweep into --out. With --shard I/N, or inside a Kubernetes
+Indexed Job (JOB_COMPLETION_INDEX, with FABEMU_SHARDS or the spec's shards as
+the count) or a Slurm job array (SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT,
+or SLURM_ARRAY_TASK_MIN/MAX), only that shard's points run; without any, the
+whole sweep runs on a local pool of --jobs workers. The shard's results go to
+DIR/shard-IIII-of-NNNN.jsonl. Run it again after a crash: finished points
+are kept and a point cut short is redone.`,
+		Example: `  fabemu sweep run sweep.yaml --out results
+  fabemu sweep run sweep.yaml --shard 3/8 --out /results
+  SLURM_ARRAY_TASK_ID=3 SLURM_ARRAY_TASK_COUNT=8 fabemu sweep run sweep.yaml --out results`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if jobs < 1 {
+				return fmt.Errorf("--jobs %d: want at least 1", jobs)
+			}
+			p, err := loadPlan(args[0])
+			if err != nil {
+				return err
+			}
+			log := cmd.ErrOrStderr()
+			sh := sweep.ShardEnv{Shard: 0, Shards: 1, From: "no shard given: the whole sweep"}
+			if shard != "" {
+				if sh, err = sweep.ParseShard(shard); err != nil {
+					return err
+				}
+			} else if s, ok, err := sweep.ShardFromEnv(os.Getenv, p.Spec.Shards); err != nil {
+				return err
+			} else if ok {
+				sh = s
+			}
+			fmt.Fprintf(log, "sweep %s (plan %s): shard %d/%d (%s), %d of %d points, %d jobs, results in %s\n",
+				p.Name, p.Hash, sh.Shard, sh.Shards, sh.From, len(p.Shard(sh.Shard, sh.Shards)), len(p.Points), jobs, out)
+			var prog *report.Progress
+			rep, err := sweep.Run(p, out, sweep.RunOptions{Shard: sh.Shard, Shards: sh.Shards, Jobs: jobs,
+				Progress: func(done, total int) {
+					if prog == nil {
+						prog = report.NewProgress(os.Stderr, p.Name, float64(total), "points")
+					}
+					prog.Update(float64(done))
+				}})
+			prog.Done()
+			if rep != nil {
+				if rep.Redone != "" {
+					fmt.Fprintf(log, "resumed %s: %s; that point is redone\n", rep.File, rep.Redone)
+				}
+				fmt.Fprintf(log, "%s: %d points: %d ran, %d already done", rep.File, rep.Points, rep.Ran, rep.Skipped)
+				if rep.Calibration > 0 {
+					fmt.Fprintf(log, ", %d calibration runs repeated in memory (not yet recorded by their shards)", rep.Calibration)
+				}
+				fmt.Fprintln(log)
+			}
+			return err
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&shard, "shard", "", "run shard I of N (I/N, 0-based); default from the Kubernetes or Slurm array variables, else the whole sweep")
+	fs.StringVar(&out, "out", "sweep-results", "results directory (shared by all shards)")
+	fs.IntVar(&jobs, "jobs", runtime.GOMAXPROCS(0), "points run at once")
+	return cmd
+}
+
+func newSweepMergeCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "merge DIR...",
+		Short: "Check that every point of a sweep is present exactly once and write the merged result",
+		Example: `  fabemu sweep merge results --out merged.json
+  fabemu plot merged.json --plot figure.svg`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := sweep.Merge(args...)
+			if err != nil {
+				return err
+			}
+			b, err := m.Encode()
+			if err != nil {
+				return err
+			}
+			if out == "-" {
+				_, err = cmd.OutOrStdout().Write(b)
+				return err
+			}
+			if err := os.WriteFile(out, b, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "merged %d points of sweep %s (plan %s) from %s into %s\n",
+				len(m.Points), m.Sweep, m.Plan, strings.Join(args, ", "), out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "merged.json", "merged result (schema "+sweep.MergedSchema+"; - for stdout)")
+	return cmd
+}
+
+func newSweepStatusCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "status DIR",
+		Short: "Show a sweep's points done out of the total, per shard file, and an ETA",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := sweep.ReadStatus(args[0])
+			if err != nil {
+				return err
+			}
+			return st.Write(cmd.OutOrStdout())
+		},
+	}
+}

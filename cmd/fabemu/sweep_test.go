@@ -1,0 +1,65 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSweepCmd(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "tiny.yaml")
+	os.WriteFile(spec, []byte(`name: tiny
+grid:
+  preset: paper004-torus4x4
+  set: ["topology.k=[2, 2]", topology.hosts_per_switch=1, run.duration=10us, run.warmup=2us]
+  axes: [{key: traffic.pattern, values: [uniform, bitrev]}]
+  loads: [0.2, 0.5]
+shards: 2
+`), 0o644)
+	out, err := runTrace(t, "sweep", "plan", spec)
+	if err != nil || !strings.Contains(out, "4 points") || !strings.Contains(out, "2 shards") || !strings.Contains(out, "load:traffic.pattern=bitrev@0.5") {
+		t.Fatalf("plan: %v\n%s", err, out)
+	}
+	res := filepath.Join(dir, "res")
+	if _, err := runTrace(t, "sweep", "run", spec, "--out", res, "--shard", "0/2"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runTrace(t, "sweep", "status", res)
+	if err != nil || !strings.Contains(out, "2/4 points done") {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	merged := filepath.Join(dir, "merged.json")
+	if _, err := runTrace(t, "sweep", "merge", res, "--out", merged); err == nil || !strings.Contains(err.Error(), "2 of 4 points missing") {
+		t.Fatalf("merge of half a sweep: %v", err)
+	}
+	t.Setenv("JOB_COMPLETION_INDEX", "1")
+	t.Setenv("FABEMU_SHARDS", "2")
+	if _, err := runTrace(t, "sweep", "run", spec, "--out", res); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runTrace(t, "sweep", "merge", res, "--out", merged); err != nil {
+		t.Fatal(err)
+	}
+	svg := filepath.Join(dir, "tiny.svg")
+	out, err = runTrace(t, "plot", merged, "--plot", svg)
+	if err != nil || !strings.Contains(out, "traffic.pattern=bitrev") || !strings.Contains(out, "invariants: OK") {
+		t.Fatalf("plot: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(svg); err != nil {
+		t.Fatal(err)
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("name: b\ngrid:\n  preset: paper004-torus4x4\n  lods: [0.1]\n"), 0o644)
+	if _, err := runTrace(t, "sweep", "plan", bad); err == nil || !strings.Contains(err.Error(), bad+":4") {
+		t.Errorf("bad spec: %v, want file:line", err)
+	}
+	if _, err := runTrace(t, "sweep", "run", spec, "--shard", "2/2"); err == nil || !strings.Contains(err.Error(), "--shard") {
+		t.Errorf("--shard 2/2: %v", err)
+	}
+	if _, err := runTrace(t, "plot", spec); err == nil || !strings.Contains(err.Error(), spec) {
+		t.Errorf("plot of a spec: %v, want the file named", err)
+	}
+}
