@@ -151,6 +151,9 @@ links:
 		{"output onto config", []string{"sim", "--config", dupKeys, "--json", dupKeys}, "dup.yaml", 5 * time.Second},
 		{"json into /dev/full", []string{"sim", "--duration", "1us", "--json", "/dev/full"}, "/dev/full", 10 * time.Second},
 		{"json onto a directory", []string{"sim", "--duration", "1us", "--json", dir}, "directory", 10 * time.Second},
+		{"experiment over --max-memory", []string{"experiment", "paper000-corner2-recn", "--max-memory", "1MiB"}, "--max-memory", 5 * time.Second},
+		{"replay over --max-memory", []string{"replay", "--max-memory", "1MiB"}, "--max-memory", 5 * time.Second},
+		{"sweep over --max-memory", []string{"sim", "--sweep-load", "0.1:0.9:0.1", "--jobs", "4", "--max-memory", "40MiB"}, "x 4 jobs", 5 * time.Second},
 		{"experiment missing", []string{"experiment", filepath.Join(dir, "none.yaml")}, "none.yaml", 5 * time.Second},
 	}
 	for _, c := range cases {

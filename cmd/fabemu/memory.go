@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/fabemu/fabemu/experiment"
 	"github.com/fabemu/fabemu/model"
 	"github.com/spf13/cobra"
 )
@@ -56,4 +57,48 @@ func (mf *memFlags) check(w io.Writer, m *model.Model, extra int64, jobs int) (s
 		return true, model.CheckMemory(m, e, jobs, limit)
 	}
 	return false, model.CheckMemory(m, e, jobs, limit)
+}
+
+// checkExperiment estimates every row of e and checks the largest, times
+// the rows run at once (--jobs); under --dry-run it prints each row's
+// estimate and reports stop.
+func (mf *memFlags) checkExperiment(w io.Writer, e *experiment.Experiment, quick bool, jobs int) (stop bool, err error) {
+	var limit int64
+	if mf.maxMemory != "" {
+		if limit, err = model.ParseSize(mf.maxMemory); err != nil {
+			return false, fmt.Errorf("--max-memory %w", err)
+		}
+	}
+	var worst model.MemoryEstimate
+	var worstModel *model.Model
+	for _, r := range e.Rows {
+		c, _, err := e.RowConfig(r.Name, quick)
+		if err != nil {
+			return false, err
+		}
+		mc, ok := c.(interface{ ModelConfig() *model.Model })
+		if !ok {
+			continue
+		}
+		m := mc.ModelConfig()
+		est, err := model.EstimateMemory(m, 0)
+		if err != nil {
+			return false, fmt.Errorf("row %s: %w", r.Name, err)
+		}
+		if mf.dryRun {
+			fmt.Fprintf(w, "row %-24s %s: %d switches, %d hosts, memory estimate %s\n", r.Name, m.Topology.Kind,
+				est.Counts.Switches, est.Counts.Hosts, model.FormatBytes(est.Bytes))
+		}
+		if worstModel == nil || est.Bytes > worst.Bytes {
+			worst, worstModel = est, m
+		}
+	}
+	if worstModel == nil {
+		return mf.dryRun, nil
+	}
+	jobs = max(min(jobs, len(e.Rows)), 1)
+	if mf.dryRun {
+		fmt.Fprintf(w, "memory estimate %s per run x %d jobs = %s\n", model.FormatBytes(worst.Bytes), jobs, model.FormatBytes(worst.Bytes*int64(jobs)))
+	}
+	return mf.dryRun, model.CheckMemory(worstModel, worst, jobs, limit)
 }
