@@ -223,7 +223,7 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v <= 0 || v*float64(mult) > 1<<62 {
+	if err != nil || !(v > 0) || v*float64(mult) > 1<<62 || v*float64(mult) < 1 {
 		return 0, fmt.Errorf("%q: expected a positive size such as 8GiB or 512MiB", s)
 	}
 	return int64(v * float64(mult)), nil
