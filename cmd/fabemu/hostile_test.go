@@ -66,7 +66,18 @@ func TestHostileInputs(t *testing.T) {
 		w.Write(hdr)
 		w.Write(rec)
 	})
-	// An SRT trace whose header is followed by garbage.
+	// A pcapng whose enhanced packet block declares a 4 GB length.
+	bigBlock := writeFile(t, dir, "bigblock.pcapng", func(w *bufio.Writer) {
+		le := binary.LittleEndian
+		put := func(vs ...uint32) {
+			for _, v := range vs {
+				binary.Write(w, le, v)
+			}
+		}
+		put(0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0xffffffff, 0xffffffff, 28) // section header, version 1.0, length unknown
+		put(1, 20, 1, 65535, 20)                                       // interface: Ethernet, snaplen 65535
+		put(6, 0xfffffff0, 0, 0, 0, 0xffffff00, 0xffffff00)            // enhanced packet block of 4 GB
+	})
 	// A billion-laughs alias bomb under a known key: nine levels of nine
 	// aliases each would expand to 9^9 entries.
 	aliasBomb := writeFile(t, dir, "bomb.yaml", func(w *bufio.Writer) {
@@ -137,6 +148,7 @@ links:
 		{"replay /dev/urandom", []string{"replay", "--trace", "/dev/urandom", "--format", "srt"}, "/dev/urandom", 5 * time.Second},
 		{"100 MB one-line csv", []string{"trace", "stats", "--format", "csv", longCSV}, "long.csv", 5 * time.Second},
 		{"pcap 4 GB frame", []string{"trace", "stats", bigFrame}, "bigframe.pcap", 5 * time.Second},
+		{"pcapng 4 GB block", []string{"trace", "stats", bigBlock}, "bigblock.pcapng", 5 * time.Second},
 		{"yaml alias bomb", []string{"sim", "--config", aliasBomb}, "bomb.yaml", 5 * time.Second},
 		{"yaml deep nesting", []string{"sim", "--config", deep}, "deep.yaml", 5 * time.Second},
 		{"yaml duplicate keys", []string{"sim", "--config", dupKeys}, "dup.yaml", 5 * time.Second},
