@@ -72,7 +72,11 @@ type ArchInfo struct {
 	// at injection (RECN's turn sequences), so fabric.New refuses
 	// adaptive routing for it.
 	NeedsDeterministic bool
-	new                func(f *Fabric) switchArch
+	// perLane, for the queue schemes, is how many queues each lane of an
+	// input has on switches of ports ports in a network of hosts hosts;
+	// the constructor and the memory estimate both use it.
+	perLane func(ports, hosts int) int
+	new     func(f *Fabric) switchArch
 }
 
 // archTable lists the switch architectures fabric.switch may name. To add
@@ -85,10 +89,10 @@ func archTable() []ArchInfo {
 		{Name: "iq", Description: "input-queued: one FIFO per virtual lane at each input; the crossbar feeds the output link directly, so a head is granted only when the link is free and the next switch has credits",
 			Source: "paper 003 §2.1, §4.2", new: newIQ},
 		{Name: "recn", Description: "RECN for PCI Express AS: the cioq datapath with a normal queue per lane and up to fabric.recn.max_saqs set-aside queues per port, allocated per congested subpath (turn sequence) on notification, matched by longest prefix in a CAM, with markers for order, Xon/Xoff per SAQ and tokens for leaf-first deallocation, and up to fabric.recn.nic_saqs SAQs at each host's injection port that obey Xon/Xoff from the first switch; deterministic routing only", Source: "paper 000 §3, §4.1", outputBuffered: true, NeedsDeterministic: true, new: newRECN},
-		{Name: "1q", Description: "paper 000's IQ: one FIFO at every input port (one per lane where a port has several), cioq's output buffers and crossbar", Source: "paper 000 §4.3", outputBuffered: true, new: newOneQ},
-		{Name: "4q", Description: "paper 000's 4Q: four queues per lane at every input, a packet joins the least occupied (or the one holding its destination's packets, for order); cioq's output stage", Source: "paper 000 §4.3", outputBuffered: true, new: newFourQ},
-		{Name: "voqsw", Description: "paper 000's VOQsw: a queue per switch output at every input, chosen when the packet arrives and is routed; cioq's output stage", Source: "paper 000 §4.3", outputBuffered: true, new: newVOQsw},
-		{Name: "voqnet", Description: "paper 000's VOQnet: a queue per destination host at every input (the ideal, memory-hungry reference); cioq's output stage", Source: "paper 000 §4.3", outputBuffered: true, new: newVOQnet},
+		{Name: "1q", Description: "paper 000's IQ: one FIFO at every input port (one per lane where a port has several), cioq's output buffers and crossbar", Source: "paper 000 §4.3", outputBuffered: true, perLane: oneQPerLane, new: newOneQ},
+		{Name: "4q", Description: "paper 000's 4Q: four queues per lane at every input, a packet joins the least occupied (or the one holding its destination's packets, for order); cioq's output stage", Source: "paper 000 §4.3", outputBuffered: true, perLane: fourQPerLane, new: newFourQ},
+		{Name: "voqsw", Description: "paper 000's VOQsw: a queue per switch output at every input, chosen when the packet arrives and is routed; cioq's output stage", Source: "paper 000 §4.3", outputBuffered: true, perLane: voqSwPerLane, new: newVOQsw},
+		{Name: "voqnet", Description: "paper 000's VOQnet: a queue per destination host at every input (the ideal, memory-hungry reference); cioq's output stage", Source: "paper 000 §4.3", outputBuffered: true, perLane: voqNetPerLane, new: newVOQnet},
 	}
 }
 

@@ -10,6 +10,11 @@ package fabric
 // as cioq.
 type oneQArch struct{ schemeBase }
 
-func newOneQ(f *Fabric) switchArch { return &oneQArch{schemeBase{cioqArch{vlQueues{f}}, 1}} }
+// oneQPerLane: one FIFO per lane (paper 000's IQ).
+func oneQPerLane(_, _ int) int { return 1 }
+
+func newOneQ(f *Fabric) switchArch {
+	return &oneQArch{schemeBase{cioqArch{vlQueues{f}}, oneQPerLane(0, 0)}}
+}
 
 func (*oneQArch) enqueue(_ *inPort, p *Packet) int { return int(p.VL) }

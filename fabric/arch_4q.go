@@ -20,8 +20,11 @@ type fourQWait struct{ q, n int32 }
 
 const fourQueues = 4
 
+// fourQPerLane: four queues per lane.
+func fourQPerLane(_, _ int) int { return fourQueues }
+
 func newFourQ(f *Fabric) switchArch {
-	return &fourQArch{schemeBase: schemeBase{cioqArch{vlQueues{f}}, fourQueues}}
+	return &fourQArch{schemeBase: schemeBase{cioqArch{vlQueues{f}}, fourQPerLane(0, 0)}}
 }
 
 func fourQKey(p *Packet) int32 { return p.Dst<<4 | int32(p.VL) }

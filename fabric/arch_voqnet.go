@@ -10,8 +10,11 @@ package fabric
 // queue until its head is routed).
 type voqNetArch struct{ schemeBase }
 
+// voqNetPerLane: a queue per destination host.
+func voqNetPerLane(_, hosts int) int { return max(1, hosts) }
+
 func newVOQnet(f *Fabric) switchArch {
-	return &voqNetArch{schemeBase{cioqArch{vlQueues{f}}, max(1, f.topo.NumHosts())}}
+	return &voqNetArch{schemeBase{cioqArch{vlQueues{f}}, voqNetPerLane(0, f.topo.NumHosts())}}
 }
 
 func (a *voqNetArch) enqueue(_ *inPort, p *Packet) int { return a.laneQueue(p.VL, int(p.Dst)) }

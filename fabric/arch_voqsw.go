@@ -17,8 +17,11 @@ type voqSwArch struct {
 	cands []route.Candidate
 }
 
+// voqSwPerLane: a queue per switch output.
+func voqSwPerLane(ports, _ int) int { return max(1, ports) }
+
 func newVOQsw(f *Fabric) switchArch {
-	return &voqSwArch{schemeBase: schemeBase{cioqArch{vlQueues{f}}, widestSwitch(f)}}
+	return &voqSwArch{schemeBase: schemeBase{cioqArch{vlQueues{f}}, voqSwPerLane(widestSwitch(f), 0)}}
 }
 
 func (a *voqSwArch) enqueue(ip *inPort, p *Packet) int {

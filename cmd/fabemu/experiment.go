@@ -16,6 +16,7 @@ func init() { register(newExperimentCmd) }
 type experimentFlags struct {
 	jsonPath, plot string
 	jobs           int
+	mem            memFlags
 	list, quick    bool
 }
 
@@ -69,6 +70,9 @@ requirements. See docs/validation.md.`,
 			if err := checkOutputs([]string{args[0], e.Trace.File}, output{"--json", f.jsonPath}, output{"--plot", f.plot}); err != nil {
 				return err
 			}
+			if stop, err := f.mem.checkExperiment(out, e, f.quick, f.jobs); stop || err != nil {
+				return err
+			}
 			tableOut := out
 			if f.jsonPath == "-" { // keep stdout pure JSON
 				tableOut = cmd.ErrOrStderr()
@@ -106,6 +110,7 @@ requirements. See docs/validation.md.`,
 			return nil
 		},
 	}
+	f.mem.register(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&f.jsonPath, "json", "", "write the result (schema "+experiment.Schema+") to PATH (- for stdout)")
 	fs.StringVar(&f.plot, "plot", "", "write the plot to PATH (.svg or .png; a figure with several networks writes PATH-NETWORK.svg each)")

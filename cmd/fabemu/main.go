@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -48,9 +49,25 @@ func main() {
 		err = stdout.err // names /dev/stdout
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "fabemu:", err)
+		fmt.Fprintln(os.Stderr, "fabemu:", oneLine(err))
 		os.Exit(1)
 	}
+}
+
+// oneLine keeps an error to the one line a failed command prints: a
+// configuration with several problems reports the first and how many
+// more there are (fixing it shows the next).
+func oneLine(err error) string {
+	msg := strings.TrimRight(err.Error(), "\n")
+	first, rest, ok := strings.Cut(msg, "\n")
+	if !ok {
+		return msg
+	}
+	more := strings.Count(rest, "\n") + 1
+	if more == 1 {
+		return first + " (and 1 more problem)"
+	}
+	return fmt.Sprintf("%s (and %d more problems)", first, more)
 }
 
 // checkedWriter passes writes on and remembers the first error.

@@ -21,6 +21,7 @@ func init() { register(newReplayCmd) }
 type replayFlags struct {
 	trace, format, preset, config string
 	sets                          []string
+	mem                           memFlags
 	compression                   float64
 	routing                       string
 	seed                          uint64
@@ -56,6 +57,9 @@ sample is replayed.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, res, err := f.resolve(cmd)
 			if err != nil {
+				return err
+			}
+			if stop, err := f.mem.check(cmd.OutOrStdout(), &cfg.Model, 0, 1); stop || err != nil {
 				return err
 			}
 			if err := checkOutputs([]string{cfg.Replay.Trace, f.config, cfg.Replay.Map}, output{"--json", f.jsonPath},
@@ -117,6 +121,7 @@ sample is replayed.`,
 		},
 	}
 	f.register(cmd)
+	f.mem.register(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&f.jsonPath, "json", "", "write the JSON summary (schema "+replay.ReplaySchema+") to PATH (- for stdout)")
 	fs.StringVar(&f.timeseries, "timeseries", "", "write issued/completed requests and offered/accepted traffic per time bin to PATH (.csv, else JSON lines)")

@@ -25,6 +25,7 @@ type simFlags struct {
 	sweep       string
 	plot        string
 	jobs        int
+	mem         memFlags
 }
 
 func newSimCmd() *cobra.Command {
@@ -52,6 +53,13 @@ With --sweep-load FROM:TO:STEP it runs one simulation per offered load
 			}
 			cfg, res, err := f.model.resolveSim(cmd)
 			if err != nil {
+				return err
+			}
+			jobs := 1
+			if f.sweep != "" {
+				jobs = max(f.jobs, 1)
+			}
+			if stop, err := f.mem.check(cmd.OutOrStdout(), &cfg.Model, 0, jobs); stop || err != nil {
 				return err
 			}
 			out := tableWriter(cmd, f.jsonPath)
@@ -85,6 +93,7 @@ With --sweep-load FROM:TO:STEP it runs one simulation per offered load
 		},
 	}
 	f.model.register(cmd, "torus8x8-dor")
+	f.mem.register(cmd)
 	fs := cmd.Flags()
 	fs.BoolVar(&f.listPresets, "list-presets", false, "list the presets and exit")
 	fs.StringVar(&f.jsonPath, "json", "", "write the JSON summary to PATH (- for stdout)")

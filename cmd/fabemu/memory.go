@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/fabemu/fabemu/experiment"
+	"github.com/fabemu/fabemu/model"
+	"github.com/spf13/cobra"
+)
+
+// memFlags are --dry-run and --max-memory: every run estimates its memory
+// from the resolved configuration before building anything, prints the
+// estimate and stops under --dry-run, and is refused when the estimate
+// exceeds the available memory (or --max-memory).
+type memFlags struct {
+	dryRun    bool
+	maxMemory string
+}
+
+func (mf *memFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.BoolVar(&mf.dryRun, "dry-run", false, "resolve the configuration, print it with the memory estimate, and run nothing")
+	fs.StringVar(&mf.maxMemory, "max-memory", "", "memory the run may use, e.g. 8GiB (default: the available memory); a run whose estimate exceeds it is refused")
+}
+
+// check estimates m's memory (extra for the workload's own state, times
+// jobs runs at once); it prints the estimate and reports stop under
+// --dry-run, and refuses a run that does not fit.
+func (mf *memFlags) check(w io.Writer, m *model.Model, extra int64, jobs int) (stop bool, err error) {
+	var limit int64
+	if mf.maxMemory != "" {
+		if limit, err = model.ParseSize(mf.maxMemory); err != nil {
+			return false, fmt.Errorf("--max-memory %w", err)
+		}
+	}
+	e, err := model.EstimateMemory(m, extra)
+	if err != nil {
+		return false, err
+	}
+	if mf.dryRun {
+		c := e.Counts
+		fmt.Fprintf(w, "topology            %s: %d switches, %d hosts, %d switch ports\n", m.Topology.Kind, c.Switches, c.Hosts, c.Ports)
+		fmt.Fprintf(w, "switch, allocator   %s, %s\n", m.Fabric.Switch, m.Fabric.Allocator)
+		fmt.Fprintf(w, "routing             %s\n", m.Routing.Mode)
+		for _, p := range e.Parts {
+			fmt.Fprintf(w, "  %-18s %s\n", p.What, model.FormatBytes(p.Bytes))
+		}
+		if jobs > 1 {
+			fmt.Fprintf(w, "memory estimate     %s per run x %d jobs = %s\n", model.FormatBytes(e.Bytes), jobs, model.FormatBytes(e.Bytes*int64(jobs)))
+		} else {
+			fmt.Fprintf(w, "memory estimate     %s\n", model.FormatBytes(e.Bytes))
+		}
+		if avail := model.AvailableMemory(); avail > 0 {
+			fmt.Fprintf(w, "memory available    %s\n", model.FormatBytes(avail))
+		}
+		return true, model.CheckMemory(m, e, jobs, limit)
+	}
+	return false, model.CheckMemory(m, e, jobs, limit)
+}
+
+// checkExperiment estimates every row of e and checks the largest, times
+// the rows run at once (--jobs); under --dry-run it prints each row's
+// estimate and reports stop.
+func (mf *memFlags) checkExperiment(w io.Writer, e *experiment.Experiment, quick bool, jobs int) (stop bool, err error) {
+	var limit int64
+	if mf.maxMemory != "" {
+		if limit, err = model.ParseSize(mf.maxMemory); err != nil {
+			return false, fmt.Errorf("--max-memory %w", err)
+		}
+	}
+	var worst model.MemoryEstimate
+	var worstModel *model.Model
+	for _, r := range e.Rows {
+		c, _, err := e.RowConfig(r.Name, quick)
+		if err != nil {
+			return false, err
+		}
+		mc, ok := c.(interface{ ModelConfig() *model.Model })
+		if !ok {
+			continue
+		}
+		m := mc.ModelConfig()
+		est, err := model.EstimateMemory(m, 0)
+		if err != nil {
+			return false, fmt.Errorf("row %s: %w", r.Name, err)
+		}
+		if mf.dryRun {
+			fmt.Fprintf(w, "row %-24s %s: %d switches, %d hosts, memory estimate %s\n", r.Name, m.Topology.Kind,
+				est.Counts.Switches, est.Counts.Hosts, model.FormatBytes(est.Bytes))
+		}
+		if worstModel == nil || est.Bytes > worst.Bytes {
+			worst, worstModel = est, m
+		}
+	}
+	if worstModel == nil {
+		return mf.dryRun, nil
+	}
+	jobs = max(min(jobs, len(e.Rows)), 1)
+	if mf.dryRun {
+		fmt.Fprintf(w, "memory estimate %s per run x %d jobs = %s\n", model.FormatBytes(worst.Bytes), jobs, model.FormatBytes(worst.Bytes*int64(jobs)))
+	}
+	return mf.dryRun, model.CheckMemory(worstModel, worst, jobs, limit)
+}

@@ -1,0 +1,231 @@
+package model
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/fabemu/fabemu/fabric"
+	"github.com/fabemu/fabemu/fabric/topo"
+)
+
+// Memory estimate constants, calibrated against the peak resident set of
+// every preset (docs/performance.md, "Memory estimate"; the test
+// TestMemoryEstimateMatchesPresets in cmd/fabemu measures them).
+const (
+	memBaseline   = 16 << 20 // Go runtime, the binary's data, cobra and the report code
+	memPerSwitch  = 1200     // switch, its allocator state and routing entries
+	memPerPort    = 1400     // in and out port, link, credits, pending events
+	memPerQueue   = 96       // one input queue (a ring of packet pointers)
+	memPerHost    = 12 << 10 // NIC, its queues, metrics and connection rings
+	memPerPeer    = 16       // dense sequence tables: two uint64 per peer and host
+	memDenseHosts = 512      // nic keeps dense per-peer tables up to this many hosts
+	memDistEntry  = 6        // up to three uint16 all-pairs distance tables
+	memVLs        = 4        // virtual lanes assumed before the router is built
+)
+
+// MemoryEstimate is the peak memory a run of a Model is expected to need,
+// with the topology counts it was computed from.
+type MemoryEstimate struct {
+	Bytes  int64
+	Counts topo.Counts
+	Parts  []MemoryPart
+}
+
+// MemoryPart is one term of an estimate.
+type MemoryPart struct {
+	What  string
+	Bytes int64
+}
+
+// EstimateMemory estimates the peak memory of one run of m from its
+// configuration alone, before anything is built: switches, ports and the
+// queues per input of the switch architecture, packets the buffers can
+// hold, per-host and per-peer NIC state, routing tables, the event queue
+// and the Go runtime baseline. extra is added for a workload's own state
+// (a trace's records).
+func EstimateMemory(m *Model, extra int64) (MemoryEstimate, error) {
+	c, err := topo.Count(m.Topology)
+	if err != nil {
+		return MemoryEstimate{}, err
+	}
+	e := MemoryEstimate{Counts: c}
+	add := func(what string, n int64) {
+		if n < 0 || n > 1<<60 {
+			n = 1 << 60
+		}
+		e.Parts = append(e.Parts, MemoryPart{what, n})
+		e.Bytes = min(e.Bytes+n, 1<<62)
+	}
+	maxPacket := m.NIC.MaxPacket()
+	portsPerSwitch := int(min(c.Ports/max(c.Switches, 1), 1<<30))
+	q := int64(fabric.QueuesPerInput(m.Fabric, memVLs, maxPacket, portsPerSwitch, int(min(c.Hosts, 1<<40))))
+	add("runtime baseline", memBaseline)
+	add("switches", mul(c.Switches, memPerSwitch))
+	add("ports and events", mul(c.Ports, memPerPort))
+	add("input queues", mul(mul(c.Ports, q), memPerQueue))
+	// Packets in flight: every switch buffer full of largest packets.
+	// Full of the smallest packets would bound it, but packets are
+	// allocated as they are generated and a run never fills every buffer
+	// with them; the calibration (docs/performance.md) measures this.
+	buf := int64(m.Fabric.InputBuffer) + int64(m.Fabric.OutputBuffer)
+	add("packets in flight", mul(mul(c.Ports, buf)/int64(max(maxPacket, 1)), fabric.PacketBytes))
+	add("hosts", mul(c.Hosts, memPerHost))
+	if c.Hosts <= memDenseHosts {
+		add("per-peer state", mul(mul(c.Hosts, c.Hosts), memPerPeer))
+	}
+	if !c.Cube {
+		add("routing tables", mul(mul(c.Switches, c.Switches), memDistEntry))
+	}
+	add("workload", extra)
+	return e, nil
+}
+
+func mul(a, b int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	if a > (1<<60)/b {
+		return 1 << 60
+	}
+	return a * b
+}
+
+// Culprit names the setting that makes an estimate large, for the error
+// that refuses it.
+func (e MemoryEstimate) Culprit(m *Model) string {
+	t := m.Topology
+	switch t.Kind {
+	case topo.KindTorus, topo.KindMesh:
+		return fmt.Sprintf("topology.k=%s", strings.ReplaceAll(fmt.Sprint(t.K), " ", ","))
+	case topo.KindMIN:
+		return fmt.Sprintf("topology.hosts=%d", t.Hosts)
+	case topo.KindIrregular:
+		return fmt.Sprintf("topology.switches=%d", t.Switches)
+	}
+	return "topology.path=" + t.Path
+}
+
+// FormatBytes writes a byte count for people: 210 GiB, 22.9 GiB, 38 MiB.
+func FormatBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v := float64(n)
+	i := 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	if v < 100 && i > 0 {
+		return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[i]
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64) + " " + units[i]
+}
+
+// AvailableMemory is the memory a run may use: MemAvailable from
+// /proc/meminfo, or the cgroup's limit less its usage when that is lower.
+// It returns 0 when neither can be read (no check is then made).
+func AvailableMemory() int64 {
+	var avail int64
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) >= 2 && f[0] == "MemAvailable:" {
+				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+					avail = kb << 10
+				}
+			}
+		}
+	}
+	if lim := cgroupFree(); lim > 0 && (avail == 0 || lim < avail) {
+		avail = lim
+	}
+	return avail
+}
+
+func cgroupFree() int64 {
+	read := func(p string) int64 {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return 0
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			return 0 // "max": no limit
+		}
+		return v
+	}
+	for _, d := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		lim := read(d)
+		if lim <= 0 || lim >= 1<<60 {
+			continue
+		}
+		used := read(strings.Replace(strings.Replace(d, "memory.max", "memory.current", 1), "limit_in_bytes", "usage_in_bytes", 1))
+		return max(lim-used, 1)
+	}
+	return 0
+}
+
+// CheckMemory refuses a run whose estimate (times jobs run at once)
+// exceeds the limit: maxMemory if positive, else the available memory.
+func CheckMemory(m *Model, e MemoryEstimate, jobs int, maxMemory int64) error {
+	need := mul(e.Bytes, int64(max(jobs, 1)))
+	limit, what := maxMemory, "--max-memory"
+	if limit <= 0 {
+		limit, what = AvailableMemory(), "available"
+		if limit <= 0 {
+			return nil
+		}
+	}
+	if need <= limit {
+		return nil
+	}
+	runs := ""
+	if jobs > 1 {
+		runs = fmt.Sprintf(" x %d jobs", jobs)
+	}
+	return fmt.Errorf("%s: %s switches and %s hosts%s need about %s, %s %s: use a smaller topology, fewer --jobs or --max-memory to override",
+		e.Culprit(m), groupDigits(e.Counts.Switches), groupDigits(e.Counts.Hosts), runs, FormatBytes(need), FormatBytes(limit), what)
+}
+
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// ParseSize reads a --max-memory value: bytes with an optional K, M, G or
+// T suffix (powers of 1024, "iB"/"B" accepted).
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(s), "B"), "i")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'k', 'K':
+			mult = 1 << 10
+		case 'm', 'M':
+			mult = 1 << 20
+		case 'g', 'G':
+			mult = 1 << 30
+		case 't', 'T':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			t = t[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || !(v > 0) || v*float64(mult) > 1<<62 || v*float64(mult) < 1 {
+		return 0, fmt.Errorf("%q: expected a positive size such as 8GiB or 512MiB", s)
+	}
+	return int64(v * float64(mult)), nil
+}
