@@ -80,6 +80,12 @@ type BackgroundConfig struct {
 	Enabled bool                `yaml:"enabled" json:"enabled" doc:"drive the hosts without a TAP device with synthetic traffic"`
 	Traffic model.TrafficConfig `yaml:"traffic" json:"traffic"`
 	Seed    uint64              `yaml:"seed" json:"seed" doc:"seed of the background traffic"`
+	// Trace is a block-I/O trace replayed in real time on the hosts
+	// without a TAP device (workload/replay's mapping, request/reply).
+	Trace       string  `yaml:"trace" json:"trace,omitempty" doc:"block-I/O trace (any format fabemu replay reads, .gz accepted) replayed in real time on the hosts without a TAP device, beside or instead of the synthetic traffic; empty = none"`
+	Format      string  `yaml:"format" json:"format,omitempty" doc:"format of background.trace: auto (sniffed), srt, msr, spc, blkparse, fio, disksim, csv"`
+	Compression float64 `yaml:"compression" json:"compression,omitempty" doc:"time compression of background.trace: a record at trace time t is issued t/C after the daemon starts"`
+	Disks       int     `yaml:"disks" json:"disks,omitempty" doc:"hosts without a TAP that act as the trace's disks (drawn with background.seed); 0 = a quarter of them, at least one"`
 }
 
 // PacingConfig is how the model follows the wall clock.
@@ -130,6 +136,8 @@ func DefaultRunConfig() RunConfig {
 	c.Background.Traffic.Load = 0.01
 	c.Background.Traffic.Sizes = "4096" // few large messages: cheap to simulate in real time
 	c.Background.Seed = 1
+	c.Background.Format = "auto"
+	c.Background.Compression = 1
 	c.Pacing = PacingConfig{Dilation: 1, LagThreshold: Duration(time.Millisecond), Spin: Duration(20 * time.Microsecond)}
 	c.AdmitBytes = 256 * 1024
 	c.TxQueue = 1024
@@ -202,6 +210,12 @@ func (c *RunConfig) Validate() error {
 		if t.OwnNetns && t.Netns == "" {
 			errs = append(errs, fmt.Errorf("%s: own_netns needs netns", where))
 		}
+	}
+	if c.Background.Trace != "" && !(c.Background.Compression > 0) {
+		errs = append(errs, fmt.Errorf("background.compression %g: want a positive factor", c.Background.Compression))
+	}
+	if c.Background.Disks < 0 {
+		errs = append(errs, fmt.Errorf("background.disks %d: want 0 or more", c.Background.Disks))
 	}
 	if c.Pacing.Dilation <= 0 || c.Pacing.Dilation > 1e6 {
 		errs = append(errs, fmt.Errorf("pacing.dilation %g: want 0 < dilation <= 1e6", c.Pacing.Dilation))

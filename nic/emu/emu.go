@@ -51,6 +51,7 @@ import (
 	"github.com/fabemu/fabemu/nic/frameport"
 	"github.com/fabemu/fabemu/nic/tap"
 	"github.com/fabemu/fabemu/reorder"
+	"github.com/fabemu/fabemu/workload/replay"
 	"github.com/fabemu/fabemu/workload/synth"
 	"go.uber.org/zap"
 )
@@ -123,6 +124,7 @@ type Emulator struct {
 	doneFn  func(*nic.Message, des.Time)
 
 	background []int
+	bgTrace    *replay.Live // loop-owned
 	quitting   atomic.Bool
 	loopErr    chan error
 	closeOnce  sync.Once
@@ -272,18 +274,47 @@ func newEmulator(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 		p.cond = sync.NewCond(&p.mu)
 		e.ports = append(e.ports, p)
 	}
-	if cfg.Background.Enabled {
+	if cfg.Background.Enabled || cfg.Background.Trace != "" {
 		for h := 0; h < n; h++ {
 			if _, ok := used[h]; !ok {
 				e.background = append(e.background, h)
 			}
 		}
+	}
+	if cfg.Background.Trace != "" {
+		if err := e.startTrace(); err != nil {
+			return nil, fmt.Errorf("background.trace: %w", err)
+		}
+	}
+	if cfg.Background.Enabled {
 		if err := synth.StartBackground(sess.Net, sess.Eng, model.Traffic, synth.HostLink(model.Fabric, model.NIC),
 			cfg.Background.Seed, e.background, des.Never); err != nil {
+			_ = e.closeDevices()
 			return nil, fmt.Errorf("background: %w", err)
 		}
 	}
 	return e, nil
+}
+
+// startTrace starts the background trace on the hosts without a TAP.
+// Its records are read ahead on a goroutine of their own into a bounded
+// queue (replay.StartLive), so the pacer's goroutine never waits on the
+// file while the disk keeps up; the model sees the records in file order
+// whatever the timing, so it stays deterministic.
+func (e *Emulator) startTrace() error {
+	b := e.cfg.Background
+	rc := replay.DefaultReplayConfig()
+	rc.Trace, rc.Format, rc.Compression = b.Trace, b.Format, b.Compression
+	rc.Disks = b.Disks
+	if rc.Disks == 0 {
+		rc.Disks = max(1, len(e.background)/4)
+	}
+	l, err := replay.StartLive(e.sess, rc, b.Seed, e.background)
+	if err != nil {
+		return err
+	}
+	e.bgTrace = l
+	return nil
 }
 
 // attach enters the ports' own MACs in the host table and makes the pacer;
@@ -514,8 +545,13 @@ func (e *Emulator) Close() error {
 	return e.closeErr
 }
 
+// closeDevices closes every port and the background trace's reader.
 func (e *Emulator) closeDevices() error {
 	var errs []error
+	if e.bgTrace != nil {
+		errs = append(errs, e.bgTrace.Close())
+		e.bgTrace = nil
+	}
 	for _, p := range e.ports {
 		if p.dev == nil {
 			continue
