@@ -106,7 +106,9 @@ type RunConfig struct {
 	// but not yet delivered); past it the daemon stops reading that device.
 	AdmitBytes int `yaml:"admit_bytes" json:"admit_bytes" unit:"bytes" doc:"bytes a TAP host may have in the fabric before the daemon stops reading its device (backpressure)"`
 	// TxQueue is each device's writer queue in frames.
-	TxQueue      int      `yaml:"tx_queue" json:"tx_queue" unit:"frames" doc:"writer queue of each device; a frame delivered to a full queue is counted and refused"`
+	TxQueue int `yaml:"tx_queue" json:"tx_queue" unit:"frames" doc:"writer queue of each device; a frame delivered to a full queue is counted and refused"`
+	// PcapOut records every frame written to a TAP as pcapng.
+	PcapOut      string   `yaml:"pcap_out" json:"pcap_out,omitempty" doc:"record every frame the daemon writes to a TAP (after the fabric) to this pcapng file: one interface per TAP, the fabric's latency and order in each packet's comment; frames past a full recorder queue are counted, not recorded"`
 	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout" unit:"time" doc:"on SIGTERM/SIGINT, how long to let frames in the fabric reach their devices"`
 	API          struct {
 		Socket string `yaml:"socket" json:"socket" doc:"unix socket of the control API (mode 0600); empty = none"`

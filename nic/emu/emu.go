@@ -102,6 +102,7 @@ type copyTag struct {
 type stream struct {
 	src, dst *port
 	next     uint64
+	high     uint64 // highest sequence number delivered + 1
 	frames   uint64
 	bytes    uint64
 	latency  hist.Hist // ps, ingress to delivery at the destination NIC
@@ -125,6 +126,7 @@ type Emulator struct {
 
 	background []int
 	bgTrace    *replay.Live // loop-owned
+	pcap       *pcapRecorder
 	quitting   atomic.Bool
 	loopErr    chan error
 	closeOnce  sync.Once
@@ -477,10 +479,19 @@ func (e *Emulator) delivered(m *nic.Message, at des.Time) {
 	nf.At = time.Now() // the writer measures its queue and write from here
 	tag.ref.src.tModel.Add(int64(t0.Sub(tag.ref.in)))
 	tag.ref.src.tEgress.Add(int64(nf.At.Sub(t0)))
+	reordered := tag.seq+1 < st.high
+	st.high = max(st.high, tag.seq+1)
+	var rec []byte
+	if e.pcap != nil {
+		rec = tag.ref.f.Data // the frame's bytes, still held by its ref
+	}
 	if err := q.dev.Send(nf); err != nil {
 		q.writeRefused++
 	} else {
 		q.delivered++
+		if e.pcap != nil {
+			e.pcap.record(q, e.pacer.WallTime(at), rec, pcapComment(tag, int64(at-m.Gen), reordered))
+		}
 	}
 	tag.ref.refs--
 	if tag.ref.refs == 0 {
@@ -541,6 +552,9 @@ func (e *Emulator) Close() error {
 			<-e.pacer.Done()
 		}
 		e.closeErr = e.closeDevices()
+		if e.pcap != nil {
+			e.closeErr = errors.Join(e.closeErr, e.pcap.close())
+		}
 	})
 	return e.closeErr
 }

@@ -27,10 +27,12 @@ type Status struct {
 	BackgroundHosts int `json:"background_hosts"`
 	// BackgroundTrace is the progress of background.trace (absent if none).
 	BackgroundTrace *replay.LiveProgress `json:"background_trace,omitempty"`
-	Pacer           des.PacerStats       `json:"pacer"`
-	Fabric          FabricStatus         `json:"fabric"`
-	Hosts           []HostStatus         `json:"hosts"`
-	Connections     []ConnStatus         `json:"connections"`
+	// PcapOut is the pcapng recording of pcap_out (absent if none).
+	PcapOut     *PcapOutStatus `json:"pcap_out,omitempty"`
+	Pacer       des.PacerStats `json:"pacer"`
+	Fabric      FabricStatus   `json:"fabric"`
+	Hosts       []HostStatus   `json:"hosts"`
+	Connections []ConnStatus   `json:"connections"`
 	// NIC holds the NICs' own packet-level figures: order at NIC arrival
 	// (before rearrangement) and after it, rearrangement memory, waste.
 	NIC nic.DeliveryReport `json:"nic"`
@@ -134,6 +136,9 @@ func (e *Emulator) status() *Status {
 	st := &Status{Schema: StatusSchema, UptimeSeconds: time.Since(e.start).Seconds(),
 		Preset: e.cfg.Model.Preset, Topology: s.Topo.Describe(), Delivery: string(s.Net.Mode()),
 		Routing: string(s.Router.Mode()), BackgroundHosts: len(e.background)}
+	if e.pcap != nil {
+		st.PcapOut = e.pcap.status()
+	}
 	if e.bgTrace != nil {
 		p := e.bgTrace.Progress()
 		st.BackgroundTrace = &p
