@@ -127,6 +127,7 @@ type Emulator struct {
 	background []int
 	bgTrace    *replay.Live // loop-owned
 	pcap       *pcapRecorder
+	arrivals   *arrivals // the NICs, with a look at frames' packets for pcap_out
 	quitting   atomic.Bool
 	loopErr    chan error
 	closeOnce  sync.Once
@@ -247,14 +248,15 @@ func newEmulator(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := simmodel.NewSession(model.Topology, model.Routing, model.Fabric, model.NIC, 0, des.Never, des.Second)
+	ep := &arrivals{}
+	sess, err := newSession(model, ep)
 	if err != nil {
 		return nil, err
 	}
 	n := sess.Topo.NumHosts()
 	e := &Emulator{cfg: cfg, model: model, log: log, sess: sess,
 		macs: map[ether.MAC]*port{}, streams: map[[2]int]*stream{},
-		loopErr: make(chan error, 1)}
+		loopErr: make(chan error, 1), arrivals: ep}
 	e.doneFn = e.delivered
 	if len(cfg.TAPs) > n {
 		return nil, fmt.Errorf("%d TAP devices but the fabric (%s) has %d hosts: one TAP per host at most; use fewer TAPs or a larger preset", len(cfg.TAPs), sess.Topo.Name, n)
@@ -481,6 +483,7 @@ func (e *Emulator) delivered(m *nic.Message, at des.Time) {
 	tag.ref.src.tEgress.Add(int64(nf.At.Sub(t0)))
 	reordered := tag.seq+1 < st.high
 	st.high = max(st.high, tag.seq+1)
+	mm := e.arrivals.take(m)
 	var rec []byte
 	if e.pcap != nil {
 		rec = tag.ref.f.Data // the frame's bytes, still held by its ref
@@ -490,7 +493,7 @@ func (e *Emulator) delivered(m *nic.Message, at des.Time) {
 	} else {
 		q.delivered++
 		if e.pcap != nil {
-			e.pcap.record(q, e.pacer.WallTime(at), rec, pcapComment(tag, int64(at-m.Gen), reordered))
+			e.pcap.record(q, e.pacer.WallTime(at), rec, pcapComment(tag, int64(at-m.Gen), mm, reordered))
 		}
 	}
 	tag.ref.refs--

@@ -2,12 +2,19 @@ package emu
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/fabemu/fabemu/fabric"
+	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/fabric/route"
+	"github.com/fabemu/fabemu/fabric/topo"
+	simmodel "github.com/fabemu/fabemu/model"
+	"github.com/fabemu/fabemu/nic"
 	"github.com/fabemu/fabemu/workload/replay"
 )
 
@@ -59,6 +66,7 @@ func (e *Emulator) RecordPcap(w io.Writer, name string) error {
 	r := &pcapRecorder{name: name, q: make(chan pcapRec, PcapOutQueue), done: make(chan struct{})}
 	go r.run(fw)
 	e.pcap = r
+	e.arrivals.on, e.arrivals.meta = true, map[*nic.Message]*frameMeta{}
 	return nil
 }
 
@@ -111,7 +119,7 @@ func (r *pcapRecorder) status() *PcapOutStatus {
 }
 
 // pcapComment is the fabric's metadata of a frame written to q.
-func pcapComment(tag *copyTag, latencyPs int64, reordered bool) string {
+func pcapComment(tag *copyTag, latencyPs int64, mm frameMeta, reordered bool) string {
 	b := make([]byte, 0, 128)
 	b = append(b, "fabemu: "...)
 	b = append(b, tag.ref.src.cfg.Name...)
@@ -119,7 +127,25 @@ func pcapComment(tag *copyTag, latencyPs int64, reordered bool) string {
 	b = append(b, tag.dst.cfg.Name...)
 	b = append(b, ", latency "...)
 	b = strconv.AppendFloat(b, float64(latencyPs)/1000, 'f', -1, 64)
-	b = append(b, " ns, frame "...)
+	b = append(b, " ns, hops "...)
+	b = strconv.AppendInt(b, int64(mm.maxHops), 10)
+	b = append(b, ", vl "...)
+	first := true
+	for vl := 0; vl < 64; vl++ {
+		if mm.lanes&(1<<uint(vl)) != 0 {
+			if !first {
+				b = append(b, '+')
+			}
+			b = strconv.AppendInt(b, int64(vl), 10)
+			first = false
+		}
+	}
+	if first {
+		b = append(b, '-')
+	}
+	b = append(b, ", "...)
+	b = strconv.AppendInt(b, int64(mm.packets), 10)
+	b = append(b, " packets, frame "...)
 	b = strconv.AppendUint(b, tag.seq, 10)
 	if reordered {
 		b = append(b, " reordered in its stream"...)
@@ -127,4 +153,80 @@ func pcapComment(tag *copyTag, latencyPs int64, reordered bool) string {
 		b = append(b, " in order in its stream"...)
 	}
 	return string(b)
+}
+
+// frameMeta is what the fabric did to one frame copy's packets, gathered
+// as they reach the destination NIC (before any rearrangement).
+type frameMeta struct {
+	packets int
+	maxHops int16  // switches traversed, the most of any packet
+	lanes   uint64 // virtual lanes of the last link, as a bit set
+}
+
+// arrivals is the NICs with a look at every packet reaching a destination
+// NIC: while pcap_out records, it notes the hops and lanes of the packets
+// of frame copies (loop goroutine only).
+type arrivals struct {
+	*nic.Network
+	on   bool
+	meta map[*nic.Message]*frameMeta
+}
+
+// Deliver implements fabric.Endpoint.
+func (a *arrivals) Deliver(h int, p *fabric.Packet, at des.Time) {
+	if a.on {
+		if m, ok := p.Ref.(*nic.Message); ok {
+			if _, ok := m.Tag.(*copyTag); ok {
+				mm := a.meta[m]
+				if mm == nil {
+					mm = &frameMeta{}
+					a.meta[m] = mm
+				}
+				mm.packets++
+				mm.maxHops = max(mm.maxHops, p.Hops)
+				if p.VL >= 0 && p.VL < 64 {
+					mm.lanes |= 1 << uint(p.VL)
+				}
+			}
+		}
+	}
+	a.Network.Deliver(h, p, at)
+}
+
+// take returns and forgets a delivered message's metadata.
+func (a *arrivals) take(m *nic.Message) frameMeta {
+	mm := a.meta[m]
+	if mm == nil {
+		return frameMeta{}
+	}
+	delete(a.meta, m)
+	return *mm
+}
+
+// newSession builds the model as model.NewSession does, with ep between
+// the fabric and the NICs.
+func newSession(sc simmodel.SimConfig, ep *arrivals) (*simmodel.Session, error) {
+	nc, rc := sc.NIC, sc.Routing
+	if err := nc.Delivery.Validate(); err != nil {
+		return nil, err
+	}
+	nc.Delivery.Mode, rc.Mode = nc.Delivery.Effective(rc.Mode)
+	t, err := topo.Build(sc.Topology)
+	if err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
+	}
+	r, err := route.New(t, rc)
+	if err != nil {
+		return nil, fmt.Errorf("routing: %w", err)
+	}
+	eng := des.New()
+	m := nic.NewMetrics(t.NumHosts(), 0, des.Never, des.Second)
+	nw := nic.NewNetwork(eng, nc, t.NumHosts(), m)
+	ep.Network = nw
+	f, err := fabric.New(eng, sc.Fabric, t, r, nc.MaxPacket(), ep)
+	if err != nil {
+		return nil, err
+	}
+	nw.Attach(f)
+	return &simmodel.Session{Eng: eng, Topo: t, Router: r, Fabric: f, Net: nw, Metrics: m}, nil
 }

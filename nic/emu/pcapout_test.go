@@ -65,6 +65,20 @@ func TestPcapOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var left int
+	var cmt string
+	if err := e.pacer.Do(func() {
+		left = len(e.arrivals.meta)
+		cmt = pcapComment(&copyTag{ref: &frameRef{src: e.ports[0]}, dst: e.ports[1], seq: 3}, 812400, frameMeta{packets: 2, maxHops: 3, lanes: 0b101}, true)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d frames' metadata left after the drain", left)
+	}
+	if want := "fabemu: mem0 > mem1, latency 812.4 ns, hops 3, vl 0+2, 2 packets, frame 3 reordered in its stream"; cmt != want {
+		t.Errorf("comment %q, want %q", cmt, want)
+	}
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
