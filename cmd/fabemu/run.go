@@ -44,6 +44,7 @@ type runFlags struct {
 	dilation    float64
 	cpuprofile  string
 	precise     bool
+	pcapOut     string
 }
 
 func newRunCmd() *cobra.Command {
@@ -103,6 +104,7 @@ namespaces).`,
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (overrides log.level)")
 	fs.Float64Var(&f.dilation, "dilation", 0, "wall seconds per simulated second (overrides pacing.dilation)")
 	fs.BoolVar(&f.precise, "precise-timer", false, "sleep on a timerfd (sets pacing.precise_timer)")
+	fs.StringVar(&f.pcapOut, "pcap-out", "", "record every frame written to a TAP to this pcapng file (overrides pcap_out)")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	_ = fs.MarkHidden("cpuprofile")
 	return cmd
@@ -182,6 +184,9 @@ func (f *runFlags) resolve(cmd *cobra.Command) (emu.RunConfig, error) {
 	}
 	if f.precise {
 		cfg.Pacing.PreciseTimer = true
+	}
+	if f.pcapOut != "" {
+		cfg.PcapOut = f.pcapOut
 	}
 	where := "config"
 	if f.config != "" {
@@ -336,6 +341,18 @@ func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo
 		return err
 	}
 	defer e.Close()
+	// The recording is committed once Close has flushed it; a failed run
+	// (or a failed write) leaves no half file behind (package outfile).
+	var pcapFile *outfile.File
+	if cfg.PcapOut != "" {
+		if pcapFile, err = outfile.Create(cfg.PcapOut, out); err != nil {
+			return fmt.Errorf("pcap_out: %w", err)
+		}
+		defer func() { _ = e.Close(); pcapFile.Abort() }() // the recorder stops before the file goes
+		if err := e.RecordPcap(pcapFile, cfg.PcapOut); err != nil {
+			return fmt.Errorf("pcap_out: %w", err)
+		}
+	}
 	if err := e.Start(); err != nil {
 		return err
 	}
@@ -379,9 +396,17 @@ func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo
 		_ = s.Shutdown(sctx)
 		cancel()
 	}
+	if st, serr := e.Status(); serr == nil && st.PcapOut != nil {
+		log.Info("pcapng recording", zap.String("file", cfg.PcapOut), zap.Uint64("written", st.PcapOut.Written), zap.Uint64("overflow", st.PcapOut.Overflow))
+	}
 	if err := e.Close(); err != nil {
 		log.Error("cleanup", zap.Error(err))
 		return err
+	}
+	if pcapFile != nil {
+		if err := pcapFile.Commit(); err != nil {
+			return fmt.Errorf("pcap_out: %w", err)
+		}
 	}
 	log.Info("stopped; devices and namespaces removed")
 	return nil

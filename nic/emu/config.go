@@ -80,6 +80,12 @@ type BackgroundConfig struct {
 	Enabled bool                `yaml:"enabled" json:"enabled" doc:"drive the hosts without a TAP device with synthetic traffic"`
 	Traffic model.TrafficConfig `yaml:"traffic" json:"traffic"`
 	Seed    uint64              `yaml:"seed" json:"seed" doc:"seed of the background traffic"`
+	// Trace is a block-I/O trace replayed in real time on the hosts
+	// without a TAP device (workload/replay's mapping, request/reply).
+	Trace       string  `yaml:"trace" json:"trace,omitempty" doc:"block-I/O trace (any format fabemu replay reads, .gz accepted) replayed in real time on the hosts without a TAP device, beside or instead of the synthetic traffic; empty = none"`
+	Format      string  `yaml:"format" json:"format,omitempty" doc:"format of background.trace: auto (sniffed), srt, msr, spc, blkparse, fio, disksim, csv"`
+	Compression float64 `yaml:"compression" json:"compression,omitempty" doc:"time compression of background.trace: a record at trace time t is issued t/C after the daemon starts"`
+	Disks       int     `yaml:"disks" json:"disks,omitempty" doc:"hosts without a TAP that act as the trace's disks (drawn with background.seed); 0 = a quarter of them, at least one"`
 }
 
 // PacingConfig is how the model follows the wall clock.
@@ -100,7 +106,9 @@ type RunConfig struct {
 	// but not yet delivered); past it the daemon stops reading that device.
 	AdmitBytes int `yaml:"admit_bytes" json:"admit_bytes" unit:"bytes" doc:"bytes a TAP host may have in the fabric before the daemon stops reading its device (backpressure)"`
 	// TxQueue is each device's writer queue in frames.
-	TxQueue      int      `yaml:"tx_queue" json:"tx_queue" unit:"frames" doc:"writer queue of each device; a frame delivered to a full queue is counted and refused"`
+	TxQueue int `yaml:"tx_queue" json:"tx_queue" unit:"frames" doc:"writer queue of each device; a frame delivered to a full queue is counted and refused"`
+	// PcapOut records every frame written to a TAP as pcapng.
+	PcapOut      string   `yaml:"pcap_out" json:"pcap_out,omitempty" doc:"record every frame the daemon writes to a TAP (after the fabric) to this pcapng file: one interface per TAP, the fabric's latency and order in each packet's comment; frames past a full recorder queue are counted, not recorded"`
 	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout" unit:"time" doc:"on SIGTERM/SIGINT, how long to let frames in the fabric reach their devices"`
 	API          struct {
 		Socket string `yaml:"socket" json:"socket" doc:"unix socket of the control API (mode 0600); empty = none"`
@@ -130,6 +138,8 @@ func DefaultRunConfig() RunConfig {
 	c.Background.Traffic.Load = 0.01
 	c.Background.Traffic.Sizes = "4096" // few large messages: cheap to simulate in real time
 	c.Background.Seed = 1
+	c.Background.Format = "auto"
+	c.Background.Compression = 1
 	c.Pacing = PacingConfig{Dilation: 1, LagThreshold: Duration(time.Millisecond), Spin: Duration(20 * time.Microsecond)}
 	c.AdmitBytes = 256 * 1024
 	c.TxQueue = 1024
@@ -202,6 +212,12 @@ func (c *RunConfig) Validate() error {
 		if t.OwnNetns && t.Netns == "" {
 			errs = append(errs, fmt.Errorf("%s: own_netns needs netns", where))
 		}
+	}
+	if c.Background.Trace != "" && !(c.Background.Compression > 0) {
+		errs = append(errs, fmt.Errorf("background.compression %g: want a positive factor", c.Background.Compression))
+	}
+	if c.Background.Disks < 0 {
+		errs = append(errs, fmt.Errorf("background.disks %d: want 0 or more", c.Background.Disks))
 	}
 	if c.Pacing.Dilation <= 0 || c.Pacing.Dilation > 1e6 {
 		errs = append(errs, fmt.Errorf("pacing.dilation %g: want 0 < dilation <= 1e6", c.Pacing.Dilation))

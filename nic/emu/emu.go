@@ -51,6 +51,7 @@ import (
 	"github.com/fabemu/fabemu/nic/frameport"
 	"github.com/fabemu/fabemu/nic/tap"
 	"github.com/fabemu/fabemu/reorder"
+	"github.com/fabemu/fabemu/workload/replay"
 	"github.com/fabemu/fabemu/workload/synth"
 	"go.uber.org/zap"
 )
@@ -101,6 +102,7 @@ type copyTag struct {
 type stream struct {
 	src, dst *port
 	next     uint64
+	high     uint64 // highest sequence number delivered + 1
 	frames   uint64
 	bytes    uint64
 	latency  hist.Hist // ps, ingress to delivery at the destination NIC
@@ -123,6 +125,9 @@ type Emulator struct {
 	doneFn  func(*nic.Message, des.Time)
 
 	background []int
+	bgTrace    *replay.Live // loop-owned
+	pcap       *pcapRecorder
+	arrivals   *arrivals // the NICs, with a look at frames' packets for pcap_out
 	quitting   atomic.Bool
 	loopErr    chan error
 	closeOnce  sync.Once
@@ -243,14 +248,15 @@ func newEmulator(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := simmodel.NewSession(model.Topology, model.Routing, model.Fabric, model.NIC, 0, des.Never, des.Second)
+	ep := &arrivals{}
+	sess, err := newSession(model, ep)
 	if err != nil {
 		return nil, err
 	}
 	n := sess.Topo.NumHosts()
 	e := &Emulator{cfg: cfg, model: model, log: log, sess: sess,
 		macs: map[ether.MAC]*port{}, streams: map[[2]int]*stream{},
-		loopErr: make(chan error, 1)}
+		loopErr: make(chan error, 1), arrivals: ep}
 	e.doneFn = e.delivered
 	if len(cfg.TAPs) > n {
 		return nil, fmt.Errorf("%d TAP devices but the fabric (%s) has %d hosts: one TAP per host at most; use fewer TAPs or a larger preset", len(cfg.TAPs), sess.Topo.Name, n)
@@ -272,18 +278,47 @@ func newEmulator(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 		p.cond = sync.NewCond(&p.mu)
 		e.ports = append(e.ports, p)
 	}
-	if cfg.Background.Enabled {
+	if cfg.Background.Enabled || cfg.Background.Trace != "" {
 		for h := 0; h < n; h++ {
 			if _, ok := used[h]; !ok {
 				e.background = append(e.background, h)
 			}
 		}
+	}
+	if cfg.Background.Trace != "" {
+		if err := e.startTrace(); err != nil {
+			return nil, fmt.Errorf("background.trace: %w", err)
+		}
+	}
+	if cfg.Background.Enabled {
 		if err := synth.StartBackground(sess.Net, sess.Eng, model.Traffic, synth.HostLink(model.Fabric, model.NIC),
 			cfg.Background.Seed, e.background, des.Never); err != nil {
+			_ = e.closeDevices()
 			return nil, fmt.Errorf("background: %w", err)
 		}
 	}
 	return e, nil
+}
+
+// startTrace starts the background trace on the hosts without a TAP.
+// Its records are read ahead on a goroutine of their own into a bounded
+// queue (replay.StartLive), so the pacer's goroutine never waits on the
+// file while the disk keeps up; the model sees the records in file order
+// whatever the timing, so it stays deterministic.
+func (e *Emulator) startTrace() error {
+	b := e.cfg.Background
+	rc := replay.DefaultReplayConfig()
+	rc.Trace, rc.Format, rc.Compression = b.Trace, b.Format, b.Compression
+	rc.Disks = b.Disks
+	if rc.Disks == 0 {
+		rc.Disks = max(1, len(e.background)/4)
+	}
+	l, err := replay.StartLive(e.sess, rc, b.Seed, e.background)
+	if err != nil {
+		return err
+	}
+	e.bgTrace = l
+	return nil
 }
 
 // attach enters the ports' own MACs in the host table and makes the pacer;
@@ -446,10 +481,20 @@ func (e *Emulator) delivered(m *nic.Message, at des.Time) {
 	nf.At = time.Now() // the writer measures its queue and write from here
 	tag.ref.src.tModel.Add(int64(t0.Sub(tag.ref.in)))
 	tag.ref.src.tEgress.Add(int64(nf.At.Sub(t0)))
+	reordered := tag.seq+1 < st.high
+	st.high = max(st.high, tag.seq+1)
+	mm := e.arrivals.take(m)
+	var rec []byte
+	if e.pcap != nil {
+		rec = tag.ref.f.Data // the frame's bytes, still held by its ref
+	}
 	if err := q.dev.Send(nf); err != nil {
 		q.writeRefused++
 	} else {
 		q.delivered++
+		if e.pcap != nil {
+			e.pcap.record(q, e.pacer.WallTime(at), rec, pcapComment(tag, int64(at-m.Gen), mm, reordered))
+		}
 	}
 	tag.ref.refs--
 	if tag.ref.refs == 0 {
@@ -510,12 +555,20 @@ func (e *Emulator) Close() error {
 			<-e.pacer.Done()
 		}
 		e.closeErr = e.closeDevices()
+		if e.pcap != nil {
+			e.closeErr = errors.Join(e.closeErr, e.pcap.close())
+		}
 	})
 	return e.closeErr
 }
 
+// closeDevices closes every port and the background trace's reader.
 func (e *Emulator) closeDevices() error {
 	var errs []error
+	if e.bgTrace != nil {
+		errs = append(errs, e.bgTrace.Close())
+		e.bgTrace = nil
+	}
 	for _, p := range e.ports {
 		if p.dev == nil {
 			continue

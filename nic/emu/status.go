@@ -8,6 +8,7 @@ import (
 	"github.com/fabemu/fabemu/nic"
 	"github.com/fabemu/fabemu/nic/frameport"
 	"github.com/fabemu/fabemu/reorder"
+	"github.com/fabemu/fabemu/workload/replay"
 )
 
 // StatusSchema versions the JSON of the control API.
@@ -23,11 +24,15 @@ type Status struct {
 	Delivery      string  `json:"delivery"`
 	Routing       string  `json:"routing"`
 	// BackgroundHosts are the hosts running synthetic load (none if off).
-	BackgroundHosts int            `json:"background_hosts"`
-	Pacer           des.PacerStats `json:"pacer"`
-	Fabric          FabricStatus   `json:"fabric"`
-	Hosts           []HostStatus   `json:"hosts"`
-	Connections     []ConnStatus   `json:"connections"`
+	BackgroundHosts int `json:"background_hosts"`
+	// BackgroundTrace is the progress of background.trace (absent if none).
+	BackgroundTrace *replay.LiveProgress `json:"background_trace,omitempty"`
+	// PcapOut is the pcapng recording of pcap_out (absent if none).
+	PcapOut     *PcapOutStatus `json:"pcap_out,omitempty"`
+	Pacer       des.PacerStats `json:"pacer"`
+	Fabric      FabricStatus   `json:"fabric"`
+	Hosts       []HostStatus   `json:"hosts"`
+	Connections []ConnStatus   `json:"connections"`
 	// NIC holds the NICs' own packet-level figures: order at NIC arrival
 	// (before rearrangement) and after it, rearrangement memory, waste.
 	NIC nic.DeliveryReport `json:"nic"`
@@ -131,6 +136,13 @@ func (e *Emulator) status() *Status {
 	st := &Status{Schema: StatusSchema, UptimeSeconds: time.Since(e.start).Seconds(),
 		Preset: e.cfg.Model.Preset, Topology: s.Topo.Describe(), Delivery: string(s.Net.Mode()),
 		Routing: string(s.Router.Mode()), BackgroundHosts: len(e.background)}
+	if e.pcap != nil {
+		st.PcapOut = e.pcap.status()
+	}
+	if e.bgTrace != nil {
+		p := e.bgTrace.Progress()
+		st.BackgroundTrace = &p
+	}
 	now := s.Eng.Now()
 	m := s.Metrics
 	st.Fabric = FabricStatus{SimSeconds: now.Seconds(), DeliveredPackets: m.AllDelivered,

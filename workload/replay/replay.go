@@ -403,6 +403,11 @@ type replayer struct {
 	// output (nil without one).
 	cap *captureSource
 	out *pcapOut
+
+	// live is set when the replayer drives a daemon's engine (StartLive):
+	// finishing or failing never stops that engine, and no drain check runs.
+	live     bool
+	liveBase des.Time // engine time of trace time zero (live only)
 }
 
 func (r *replayer) newRequest() *request {
@@ -453,6 +458,7 @@ func (r *replayer) advance() {
 		r.exhausted()
 		return
 	}
+	at += r.liveBase
 	if at < r.lastAt { // out of order in the file: issue it now, count it
 		at = r.lastAt
 		r.late++
@@ -464,7 +470,7 @@ func (r *replayer) advance() {
 func (r *replayer) exhausted() {
 	r.allIssued = true
 	r.checkFinished()
-	if !r.finished {
+	if !r.finished && !r.live {
 		r.drainDelivered = r.s.Fabric.Stats.Delivered
 		r.eng.After(r.drainTimeout, r, opDrain, 0, nil)
 	}
@@ -474,13 +480,17 @@ func (r *replayer) fail(err error) {
 	if r.err == nil {
 		r.err = err
 	}
-	r.eng.Stop()
+	if !r.live {
+		r.eng.Stop()
+	}
 }
 
 func (r *replayer) checkFinished() {
 	if r.allIssued && r.outstanding == 0 && !r.finished {
 		r.finished = true
-		r.eng.Stop()
+		if !r.live {
+			r.eng.Stop()
+		}
 	}
 }
 
@@ -898,42 +908,13 @@ func newCaptureReplayer(s *model.Session, cfg ReplaySimConfig, num uint64, sc ca
 func newReplayer(s *model.Session, cfg ReplaySimConfig, num uint64) (*replayer, error) {
 	c := cfg.Replay
 	n := s.Topo.NumHosts()
-	var disks []int
-	if len(c.DiskHosts) > 0 {
-		seen := map[int]bool{}
-		for _, h := range c.DiskHosts {
-			if h < 0 || h >= n {
-				return nil, fmt.Errorf("replay.disk_hosts: host %d out of range (the topology has hosts 0..%d)", h, n-1)
-			}
-			if seen[h] {
-				return nil, fmt.Errorf("replay.disk_hosts: host %d listed twice", h)
-			}
-			seen[h] = true
-		}
-		disks = slices.Clone(c.DiskHosts)
-	} else {
-		if c.Disks >= n {
-			return nil, fmt.Errorf("replay.disks %d: the topology has %d hosts, and at least one must be an initiator", c.Disks, n)
-		}
-		// Paper 004 §4.1: "the disks will be randomly attached to 23
-		// switch ports"; here a disk takes a host position.
-		disks = rng.Stream(cfg.Run.Seed, "replay.disks", 0).Perm(n)[:c.Disks]
+	hosts := make([]int, n)
+	for h := range hosts {
+		hosts[h] = h
 	}
-	if len(disks) >= n {
-		return nil, fmt.Errorf("replay.disk_hosts: all %d hosts are disks; at least one must be an initiator", n)
-	}
-	isDisk := make([]bool, n)
-	for _, h := range disks {
-		isDisk[h] = true
-	}
-	var inits []int
-	for h := 0; h < n; h++ {
-		if !isDisk[h] && (c.InitiatorHosts == 0 || len(inits) < c.InitiatorHosts) {
-			inits = append(inits, h)
-		}
-	}
-	if c.InitiatorHosts > len(inits) {
-		return nil, fmt.Errorf("replay.initiator_hosts %d: only %d hosts are not disks", c.InitiatorHosts, len(inits))
+	disks, inits, err := placeHosts(c, cfg.Run.Seed, hosts)
+	if err != nil {
+		return nil, err
 	}
 	rd, _, err := c.OpenTrace()
 	if err != nil {
@@ -1030,4 +1011,55 @@ func (r *replayer) timeseries(sw float64) []ReplayBin {
 		b.AcceptedWireBytesPerNsPerSw = float64(at(m.BinWire, i)) / binNs / sw
 	}
 	return out
+}
+
+// placeHosts draws the disk hosts and lists the initiator hosts among
+// hosts (ascending), as replay.disks, disk_hosts and initiator_hosts say.
+func placeHosts(c ReplayConfig, seed uint64, hosts []int) (disks, inits []int, err error) {
+	n := len(hosts)
+	inSet := map[int]bool{}
+	for _, h := range hosts {
+		inSet[h] = true
+	}
+	if len(c.DiskHosts) > 0 {
+		seen := map[int]bool{}
+		for _, h := range c.DiskHosts {
+			if !inSet[h] {
+				if hosts[n-1] == n-1 { // every host of the topology
+					return nil, nil, fmt.Errorf("replay.disk_hosts: host %d out of range (the topology has hosts 0..%d)", h, n-1)
+				}
+				return nil, nil, fmt.Errorf("replay.disk_hosts: host %d out of range (the replay may use hosts %v)", h, hosts)
+			}
+			if seen[h] {
+				return nil, nil, fmt.Errorf("replay.disk_hosts: host %d listed twice", h)
+			}
+			seen[h] = true
+		}
+		disks = slices.Clone(c.DiskHosts)
+	} else {
+		if c.Disks >= n {
+			return nil, nil, fmt.Errorf("replay.disks %d: the topology has %d hosts, and at least one must be an initiator", c.Disks, n)
+		}
+		// Paper 004 §4.1: "the disks will be randomly attached to 23
+		// switch ports"; here a disk takes a host position.
+		for _, i := range rng.Stream(seed, "replay.disks", 0).Perm(n)[:c.Disks] {
+			disks = append(disks, hosts[i])
+		}
+	}
+	if len(disks) >= n {
+		return nil, nil, fmt.Errorf("replay.disk_hosts: all %d hosts are disks; at least one must be an initiator", n)
+	}
+	isDisk := map[int]bool{}
+	for _, h := range disks {
+		isDisk[h] = true
+	}
+	for _, h := range hosts {
+		if !isDisk[h] && (c.InitiatorHosts == 0 || len(inits) < c.InitiatorHosts) {
+			inits = append(inits, h)
+		}
+	}
+	if c.InitiatorHosts > len(inits) {
+		return nil, nil, fmt.Errorf("replay.initiator_hosts %d: only %d hosts are not disks", c.InitiatorHosts, len(inits))
+	}
+	return disks, inits, nil
 }
