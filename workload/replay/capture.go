@@ -394,38 +394,26 @@ type captureSource struct {
 	info CaptureInfo
 }
 
-// captureWindow applies From, To and Limit to packets as window does to
-// block records.
-type captureWindow struct {
-	cfg     ReplayConfig
-	started bool
-	epoch   time.Time
-	taken   int64
-	skipped int64
-}
+// captureWindow applies From, To and Limit to packets with the rules
+// window applies to block records.
+type captureWindow struct{ window }
 
 func (w *captureWindow) next(rd *pcap.Reader) (*pcap.Packet, time.Duration, error) {
 	for {
-		if w.cfg.Limit > 0 && w.taken >= w.cfg.Limit {
+		if w.full() {
 			return nil, 0, io.EOF
 		}
 		p, err := rd.Next()
 		if err != nil {
 			return nil, 0, err
 		}
-		if !w.started {
-			w.started, w.epoch = true, p.Time
-		}
-		rel := p.Time.Sub(w.epoch)
-		if w.cfg.To > 0 && rel >= time.Duration(w.cfg.To) {
+		rel, take, over := w.admit(time.Duration(p.Time.UnixNano()))
+		if over {
 			return nil, 0, io.EOF
 		}
-		if rel < time.Duration(w.cfg.From) {
-			w.skipped++
-			continue
+		if take {
+			return p, rel, nil
 		}
-		w.taken++
-		return p, rel - time.Duration(w.cfg.From), nil
 	}
 }
 
@@ -548,7 +536,7 @@ func (c ReplaySimConfig) scanCapture(hosts int) (captureScan, error) {
 	}
 	defer rd.Close()
 	sc := captureScan{hm: hm, format: rd.Format()}
-	w := captureWindow{cfg: r}
+	w := captureWindow{window{cfg: r}}
 	var group int64
 	for {
 		p, rel, err := w.next(rd)
@@ -595,7 +583,7 @@ func newCaptureSource(cfg ReplaySimConfig, sc captureScan, keep bool) (*captureS
 	if err != nil {
 		return nil, fmt.Errorf("replay.trace: %w", err)
 	}
-	c := &captureSource{rd: rd, hm: sc.hm, mapBy: mapBy(cfg.Replay.MapBy), win: captureWindow{cfg: cfg.Replay},
+	c := &captureSource{rd: rd, hm: sc.hm, mapBy: mapBy(cfg.Replay.MapBy), win: captureWindow{window{cfg: cfg.Replay}},
 		keep: keep, streams: map[flowKey]*flowStream{}, pairSeq: map[uint64]uint64{}, mtu: int64(cfg.NIC.MTU)}
 	c.info.MapBy, c.info.MapFile = c.mapBy, cfg.Replay.Map
 	return c, nil

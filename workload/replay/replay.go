@@ -277,27 +277,45 @@ type window struct {
 // From, or io.EOF when the window is over.
 func (w *window) next(rd tracefmt.Reader) (tracefmt.Record, time.Duration, error) {
 	for {
-		if w.cfg.Limit > 0 && w.taken >= w.cfg.Limit {
+		if w.full() {
 			return tracefmt.Record{}, 0, io.EOF
 		}
 		rec, err := rd.Next()
 		if err != nil {
 			return rec, 0, err
 		}
-		if !w.started {
-			w.started, w.epoch = true, rec.Arrival
-		}
-		rel := rec.Arrival - w.epoch
-		if w.cfg.To > 0 && rel >= time.Duration(w.cfg.To) {
+		rel, take, over := w.admit(rec.Arrival)
+		if over {
 			return rec, 0, io.EOF
 		}
-		if rel < time.Duration(w.cfg.From) {
-			w.skipped++
-			continue
+		if take {
+			return rec, rel, nil
 		}
-		w.taken++
-		return rec, rel - time.Duration(w.cfg.From), nil
 	}
+}
+
+// full reports whether Limit records have been taken.
+func (w *window) full() bool { return w.cfg.Limit > 0 && w.taken >= w.cfg.Limit }
+
+// admit places a record stamped at (on any fixed origin: block traces
+// count from their own start, captures from the Unix epoch) in the
+// window. It returns the record's trace time since From and take when it
+// is replayed, over when it is at or past To (the window ends there), and
+// neither when it comes before From (skipped).
+func (w *window) admit(at time.Duration) (rel time.Duration, take, over bool) {
+	if !w.started {
+		w.started, w.epoch = true, at
+	}
+	rel = at - w.epoch
+	if w.cfg.To > 0 && rel >= time.Duration(w.cfg.To) {
+		return 0, false, true
+	}
+	if rel < time.Duration(w.cfg.From) {
+		w.skipped++
+		return 0, false, false
+	}
+	w.taken++
+	return rel - time.Duration(w.cfg.From), true, false
 }
 
 // TraceScan is what a first pass over the trace finds in the window.
