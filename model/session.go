@@ -25,6 +25,14 @@ type Session struct {
 // NewSession builds the model for the given parts. The metrics window is
 // [warmup, end).
 func NewSession(tc topo.Config, rc route.Config, fc fabric.Config, nc nic.Config, warmup, end, bin des.Time) (*Session, error) {
+	return NewSessionVia(tc, rc, fc, nc, warmup, end, bin, nil)
+}
+
+// NewSessionVia is NewSession with an endpoint between the fabric and the
+// NICs: via, when not nil, is given the NICs and returns what the fabric
+// injects from and delivers to (a recorder that looks at each delivery
+// and passes it on).
+func NewSessionVia(tc topo.Config, rc route.Config, fc fabric.Config, nc nic.Config, warmup, end, bin des.Time, via func(*nic.Network) fabric.Endpoint) (*Session, error) {
 	if err := nc.Delivery.Validate(); err != nil {
 		return nil, err
 	}
@@ -40,7 +48,11 @@ func NewSession(tc topo.Config, rc route.Config, fc fabric.Config, nc nic.Config
 	eng := des.New()
 	m := nic.NewMetrics(t.NumHosts(), warmup, end, bin)
 	nw := nic.NewNetwork(eng, nc, t.NumHosts(), m)
-	f, err := fabric.New(eng, fc, t, r, nc.MaxPacket(), nw)
+	var ep fabric.Endpoint = nw
+	if via != nil {
+		ep = via(nw)
+	}
+	f, err := fabric.New(eng, fc, t, r, nc.MaxPacket(), ep)
 	if err != nil {
 		return nil, err
 	}

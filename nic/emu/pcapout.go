@@ -2,7 +2,6 @@ package emu
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
 	"sync"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/fabric/des"
-	"github.com/fabemu/fabemu/fabric/route"
-	"github.com/fabemu/fabemu/fabric/topo"
 	simmodel "github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic"
 	"github.com/fabemu/fabemu/workload/replay"
@@ -203,30 +200,8 @@ func (a *arrivals) take(m *nic.Message) frameMeta {
 	return *mm
 }
 
-// newSession builds the model as model.NewSession does, with ep between
-// the fabric and the NICs.
+// newSession builds the model with ep between the fabric and the NICs.
 func newSession(sc simmodel.SimConfig, ep *arrivals) (*simmodel.Session, error) {
-	nc, rc := sc.NIC, sc.Routing
-	if err := nc.Delivery.Validate(); err != nil {
-		return nil, err
-	}
-	nc.Delivery.Mode, rc.Mode = nc.Delivery.Effective(rc.Mode)
-	t, err := topo.Build(sc.Topology)
-	if err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
-	}
-	r, err := route.New(t, rc)
-	if err != nil {
-		return nil, fmt.Errorf("routing: %w", err)
-	}
-	eng := des.New()
-	m := nic.NewMetrics(t.NumHosts(), 0, des.Never, des.Second)
-	nw := nic.NewNetwork(eng, nc, t.NumHosts(), m)
-	ep.Network = nw
-	f, err := fabric.New(eng, sc.Fabric, t, r, nc.MaxPacket(), ep)
-	if err != nil {
-		return nil, err
-	}
-	nw.Attach(f)
-	return &simmodel.Session{Eng: eng, Topo: t, Router: r, Fabric: f, Net: nw, Metrics: m}, nil
+	return simmodel.NewSessionVia(sc.Topology, sc.Routing, sc.Fabric, sc.NIC, 0, des.Never, des.Second,
+		func(nw *nic.Network) fabric.Endpoint { ep.Network = nw; return ep })
 }

@@ -19,8 +19,6 @@ import (
 
 	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/fabric/des"
-	"github.com/fabemu/fabemu/fabric/route"
-	"github.com/fabemu/fabemu/fabric/topo"
 	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic"
 	"github.com/fabemu/fabemu/tracefmt"
@@ -320,33 +318,12 @@ func (t *tapEndpoint) Deliver(h int, p *fabric.Packet, at des.Time) {
 	t.Network.Deliver(h, p, at)
 }
 
-// newSession assembles the model as model.NewSession does; with ep set,
-// the fabric delivers through it.
+// newSession assembles the model; with ep set, the fabric delivers
+// through it.
 func newSession(cfg ReplaySimConfig, bin des.Time, ep *tapEndpoint) (*model.Session, error) {
-	if ep == nil {
-		return model.NewSession(cfg.Topology, cfg.Routing, cfg.Fabric, cfg.NIC, 0, des.Never, bin)
+	var via func(*nic.Network) fabric.Endpoint
+	if ep != nil {
+		via = func(nw *nic.Network) fabric.Endpoint { ep.Network = nw; return ep }
 	}
-	nc, rc := cfg.NIC, cfg.Routing
-	if err := nc.Delivery.Validate(); err != nil {
-		return nil, err
-	}
-	nc.Delivery.Mode, rc.Mode = nc.Delivery.Effective(rc.Mode)
-	t, err := topo.Build(cfg.Topology)
-	if err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
-	}
-	r, err := route.New(t, rc)
-	if err != nil {
-		return nil, fmt.Errorf("routing: %w", err)
-	}
-	eng := des.New()
-	m := nic.NewMetrics(t.NumHosts(), 0, des.Never, bin)
-	nw := nic.NewNetwork(eng, nc, t.NumHosts(), m)
-	ep.Network = nw
-	f, err := fabric.New(eng, cfg.Fabric, t, r, nc.MaxPacket(), ep)
-	if err != nil {
-		return nil, err
-	}
-	nw.Attach(f)
-	return &model.Session{Eng: eng, Topo: t, Router: r, Fabric: f, Net: nw, Metrics: m}, nil
+	return model.NewSessionVia(cfg.Topology, cfg.Routing, cfg.Fabric, cfg.NIC, 0, des.Never, bin, via)
 }
