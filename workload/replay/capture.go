@@ -388,8 +388,8 @@ type captureSource struct {
 	metered   int
 	unmetered uint64
 
-	refPool  []*frameRef
-	copyPool []*frameCopy
+	refs   freeList[frameRef]
+	copies freeList[frameCopy]
 
 	info CaptureInfo
 }
@@ -643,7 +643,7 @@ func (r *replayer) issueCapture(now des.Time) {
 	if rt.group {
 		c.info.Group++
 	}
-	f := c.newRef()
+	f := c.refs.get()
 	f.record, f.orig, f.issue, f.link = p.Record, p.OrigLen, now, uint16(p.LinkType)
 	if c.keep {
 		f.data = append(f.data[:0], p.Data...)
@@ -651,7 +651,7 @@ func (r *replayer) issueCapture(now des.Time) {
 	key := keyOf(p)
 	send := func(dst int) {
 		st := c.stream(key, rt.src, dst)
-		cp := c.newCopy()
+		cp := c.copies.get()
 		cp.f, cp.st, cp.src, cp.dst = f, st, rt.src, dst
 		// The NIC numbers packets per host pair from 0 in send order
 		// (nic.Network.Send), and splits the frame at the MTU.
@@ -740,33 +740,16 @@ func (r *replayer) captureDone(m *nic.Message, cp *frameCopy, at des.Time) {
 	r.checkFinished()
 }
 
-func (c *captureSource) newRef() *frameRef {
-	if n := len(c.refPool); n > 0 {
-		f := c.refPool[n-1]
-		c.refPool = c.refPool[:n-1]
-		return f
-	}
-	return &frameRef{}
-}
-
+// freeRef recycles a frame, keeping its data buffer for the next one.
 func (c *captureSource) freeRef(f *frameRef) {
 	f.refs = 0
 	f.data = f.data[:0]
-	c.refPool = append(c.refPool, f)
-}
-
-func (c *captureSource) newCopy() *frameCopy {
-	if n := len(c.copyPool); n > 0 {
-		cp := c.copyPool[n-1]
-		c.copyPool = c.copyPool[:n-1]
-		return cp
-	}
-	return &frameCopy{}
+	c.refs.put(f)
 }
 
 func (c *captureSource) freeCopy(cp *frameCopy) {
 	*cp = frameCopy{}
-	c.copyPool = append(c.copyPool, cp)
+	c.copies.put(cp)
 }
 
 // summary fills the capture part of the replay summary.

@@ -399,7 +399,7 @@ type replayer struct {
 	lastAt    des.Time
 	allIssued bool
 
-	pool   []*request
+	pool   freeList[request]
 	doneFn func(*nic.Message, des.Time)
 
 	issued, completed       uint64
@@ -428,18 +428,25 @@ type replayer struct {
 	liveBase des.Time // engine time of trace time zero (live only)
 }
 
-func (r *replayer) newRequest() *request {
-	if n := len(r.pool); n > 0 {
-		q := r.pool[n-1]
-		r.pool = r.pool[:n-1]
-		return q
+// freeList recycles values of one type, so per-record state (requests,
+// captured frames) is not allocated record after record.
+type freeList[T any] struct{ free []*T }
+
+func (l *freeList[T]) get() *T {
+	if n := len(l.free); n > 0 {
+		v := l.free[n-1]
+		l.free = l.free[:n-1]
+		return v
 	}
-	return &request{}
+	return new(T)
 }
+
+// put returns v, which the caller has reset, to the list.
+func (l *freeList[T]) put(v *T) { l.free = append(l.free, v) }
 
 func (r *replayer) freeRequest(q *request) {
 	*q = request{}
-	r.pool = append(r.pool, q)
+	r.pool.put(q)
 }
 
 func (r *replayer) count(s *[]int64, at des.Time) {
@@ -582,7 +589,7 @@ func (r *replayer) initiator(rec *tracefmt.Record) int {
 // nic.Network.Send).
 func (r *replayer) issue(now des.Time) {
 	rec := &r.next
-	q := r.newRequest()
+	q := r.pool.get()
 	q.disk = r.disk(rec.Device)
 	q.host = r.initiator(rec)
 	q.op, q.size, q.issue = rec.Op, int64(rec.Size), now
