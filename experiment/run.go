@@ -109,6 +109,13 @@ type CalibrationPoint struct {
 	InvariantsOK bool    `json:"invariants_ok"`
 }
 
+// Parallel runs jobs on n workers; the first job error (in job order)
+// is returned after every job ran. The sweep package runs its points on
+// it too.
+func Parallel(n int, jobs []func() error) error {
+	return (&pool{n: n}).run(jobs)
+}
+
 // pool runs jobs on n workers and reports progress.
 type pool struct {
 	n     int

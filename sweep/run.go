@@ -153,31 +153,14 @@ func (p *Plan) check(r *Record, file string) error {
 	return nil
 }
 
-// pool runs f on the indices with n workers; the first error wins.
+// pool runs f on the indices with n workers (experiment.Parallel); the
+// first error wins.
 func pool(n int, idx []int, f func(int) error) error {
-	errs := make([]error, len(idx))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(n, len(idx)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range next {
-				errs[k] = f(idx[k])
-			}
-		}()
+	jobs := make([]func() error, len(idx))
+	for k, i := range idx {
+		jobs[k] = func() error { return f(i) }
 	}
-	for k := range idx {
-		next <- k
-	}
-	close(next)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return experiment.Parallel(n, jobs)
 }
 
 // writer appends records to a shard's file, one whole line per write.
