@@ -561,6 +561,10 @@ type roomer struct {
 	sw     *Switch
 	host   *outPort // set when selecting a lane on an injection link
 	blocks int32
+	// in is the global in-port whose head is being tried, for the
+	// architectures whose room depends on the input (readPorter: a read
+	// port of the input's memory may be busy).
+	in int32
 	// taken, when set, marks the local outputs an allocator has already
 	// matched in this round: they cannot take another packet.
 	taken []bool
