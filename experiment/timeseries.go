@@ -43,6 +43,44 @@ var seriesMetrics = map[string]seriesMetric{
 		}
 		return t, v
 	}},
+	// efficiency is the switch efficiency of paper 003 §2.7 and §2.9.2
+	// (Figs. 2.10-2.21): bytes delivered per host port per unit of time,
+	// headers included, as a fraction of the link's data rate (1 = every
+	// port delivers a byte per byte time, "cells/port/cycle" at full
+	// link rate). It counts every host, active or not.
+	"efficiency": {"fraction of link rate", func(s *synth.Summary) ([]float64, []float64) {
+		t := make([]float64, len(s.Timeseries))
+		v := make([]float64, len(s.Timeseries))
+		for i, b := range s.Timeseries {
+			t[i], v[i] = b.TimeUs, efficiencyOf(s, b.AcceptedLoad)
+		}
+		return t, v
+	}},
+}
+
+// efficiencyOf turns an accepted load (per active host) into the switch
+// efficiency (per host of the network).
+func efficiencyOf(s *synth.Summary, accepted float64) float64 {
+	if s.Topology.Hosts == 0 {
+		return 0
+	}
+	return accepted * float64(s.ActiveHosts) / float64(s.Topology.Hosts)
+}
+
+// efficiencySeries builds a row's switch efficiency series.
+func efficiencySeries(s *synth.Summary) *Series {
+	if s == nil || len(s.Timeseries) == 0 {
+		return nil
+	}
+	t, v := seriesMetrics["efficiency"].get(s)
+	out := &Series{Name: "efficiency", Unit: seriesMetrics["efficiency"].unit, TimeUs: t, Values: v}
+	if len(t) > 1 {
+		out.BinUs = t[1] - t[0]
+	}
+	if a, b, ok := hotWindow(s); ok {
+		out.HotStartUs, out.HotEndUs = &a, &b
+	}
+	return out
 }
 
 func seriesMetricNames() []string {
@@ -153,6 +191,18 @@ func init() {
 	for _, w := range []struct{ key, name string }{{"before", "Before tree"}, {"tree", "During tree"}, {"after", "After tree"}, {"min", "Lowest bin"}} {
 		columns["tput_"+w.key] = column{w.name, "bytes/ns", func(_ *Result, v view) string { return throughputWindow(v, w.key) }}
 	}
+	metrics["efficiency"] = metric{"fraction of link rate", func(v view) float64 {
+		if v.sim != nil {
+			return efficiencyOf(v.sim, v.sim.AcceptedLoad)
+		}
+		return 0
+	}}
+	columns["efficiency"] = column{"Efficiency", "fraction of link rate", func(_ *Result, v view) string {
+		if v.sim == nil {
+			return "-"
+		}
+		return report.FormatFloat(metrics["efficiency"].get(v), 3)
+	}}
 	columns["queues"] = column{"Queues/input", "", func(_ *Result, v view) string {
 		if v.sim == nil || v.sim.Queues == nil {
 			return "-"
