@@ -2,7 +2,9 @@ package experiment
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/fabemu/fabemu/internal/report"
 	"github.com/fabemu/fabemu/workload/synth"
@@ -217,11 +219,13 @@ func init() {
 	}}
 }
 
-// timeseriesPlot draws every row's series of the plot's Y over time.
+// timeseriesPlot draws every row's series of the plot's Y over time, one
+// figure per row group (PATH-GROUP.ext when there are several groups).
 func (r *Result) timeseriesPlot(path, suffix string) ([]string, error) {
 	ps := r.exp.Plot
 	m := seriesMetrics[ps.Y]
-	var series []report.Series
+	groups := map[string][]report.Series{}
+	var order []string
 	for _, row := range r.Rows {
 		if row.sim == nil {
 			continue
@@ -231,9 +235,27 @@ func (r *Result) timeseriesPlot(path, suffix string) ([]string, error) {
 		if name == "" {
 			name = row.Name
 		}
-		series = append(series, report.Series{Name: name, X: t, Y: v})
+		if _, ok := groups[row.Group]; !ok {
+			order = append(order, row.Group)
+		}
+		groups[row.Group] = append(groups[row.Group], report.Series{Name: name, X: t, Y: v})
 	}
 	zero := 0.0
-	err := report.LinePlot(path, ps.Title+suffix, "time (us)", ps.Y+" ("+m.unit+")", series, report.PlotOptions{YMin: &zero, WidthPx: 640, HeightPx: 400, Legend: report.LegendBottomRight})
-	return []string{path}, err
+	var files []string
+	for _, g := range order {
+		p, title := path, ps.Title
+		if len(order) > 1 {
+			ext := filepath.Ext(path)
+			p = strings.TrimSuffix(path, ext) + "-" + g + ext
+		}
+		if g != "" {
+			title += ", " + g
+		}
+		err := report.LinePlot(p, title+suffix, "time (us)", ps.Y+" ("+m.unit+")", groups[g], report.PlotOptions{YMin: &zero, WidthPx: 640, HeightPx: 400, Legend: report.LegendBottomRight})
+		if err != nil {
+			return files, err
+		}
+		files = append(files, p)
+	}
+	return files, nil
 }
