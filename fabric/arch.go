@@ -93,6 +93,7 @@ func archTable() []ArchInfo {
 		{Name: "4q", Description: "paper 000's 4Q: four queues per lane at every input, a packet joins the least occupied (or the one holding its destination's packets, for order); cioq's output stage", Source: "paper 000 §4.3", outputBuffered: true, perLane: fourQPerLane, new: newFourQ},
 		{Name: "voqsw", Description: "paper 000's VOQsw: a queue per switch output at every input, chosen when the packet arrives and is routed; cioq's output stage", Source: "paper 000 §4.3", outputBuffered: true, perLane: voqSwPerLane, new: newVOQsw},
 		{Name: "voqnet", Description: "paper 000's VOQnet: a queue per destination host at every input (the ideal, memory-hungry reference); cioq's output stage", Source: "paper 000 §4.3", outputBuffered: true, perLane: voqNetPerLane, new: newVOQnet},
+		{Name: "recn-iq", Description: "RECN-IQ: the iq datapath with a cold queue per lane and up to fabric.recn_iq.max_saqs SAQs with CAM lines at every input and CAM lines (no queues) at every output; congestion detected when the cold queue holds detection_threshold packets, at the output its head requests; a post-processing unit moves head packets into the SAQs their turns match; Xon/Xoff per SAQ carries the congestion upstream; a SAQ is freed when empty and not in Xoff; deterministic routing only", Source: "paper 003 ch. 3, §4.1, §4.2", NeedsDeterministic: true, new: newRECNIQ},
 	}
 }
 
