@@ -384,8 +384,8 @@ func (a *recnIQArch) move(ii int32, v, k int) {
 	dst := &ip.queues[f.nVL+k]
 	dst.push(p)
 	a.stats.Moves++
-	a.note("move", ii, k, dst.n)
 	a.entered(ii, k, p, dst.n)
+	a.note("move", ii, k, dst.n)
 	if cur := v - f.nVL; cur >= 0 {
 		if src.head != nil && a.in[ii].saqs[cur].gated() {
 			maskHead(src, src.head)
@@ -464,8 +464,8 @@ func (a *recnIQArch) internalXoff(ii int32, vl int8, path string) {
 	}
 	if s := &rp.saqs[k]; !s.xoff {
 		s.xoff = true
-		a.note("xoff-in", ii, k, 0)
 		a.regate(ii, k)
+		a.note("xoff-in", ii, k, 0)
 	}
 }
 
@@ -524,8 +524,8 @@ func (a *recnIQArch) control(oi int32, c *Control) {
 					continue
 				}
 				s.xoff = false
-				a.note("xon-in", ii, k, 0)
 				a.regate(ii, k)
+				a.note("xon-in", ii, k, 0)
 				a.maybeFree(ii, k)
 			}
 		}
