@@ -212,7 +212,18 @@ func (a *recnIQArch) enqueue(ip *inPort, p *Packet) int {
 	if k < 0 {
 		return cq
 	}
+	// p heads the CQ and moves to the SAQ k; while it would head that
+	// SAQ too, it moves on to a longer match, as the post-processing
+	// would do with the head of a SAQ.
 	a.stats.Moves++
+	for ip.queues[f.nVL+k].n == 0 {
+		j := a.match(ii, p, k)
+		if j < 0 {
+			break
+		}
+		a.stats.Moves++
+		k = j
+	}
 	a.entered(ii, k, p, ip.queues[f.nVL+k].n+1)
 	return f.nVL + k
 }

@@ -346,3 +346,31 @@ func TestRECNIQFalsePositive(t *testing.T) {
 		t.Errorf("delivered %d of 60, %d out of order", len(ep.got), ep.ooo)
 	}
 }
+
+// TestRECNIQArrivalFollowsItsFlow: a packet arriving at an empty cold
+// queue is post-processed into the shortest matching SAQ and, heading it,
+// on to the longest, where the earlier packets of its flow wait (here in
+// Xoff): arriving packets never overtake them through a shorter SAQ.
+func TestRECNIQArrivalFollowsItsFlow(t *testing.T) {
+	_, f, _, a := recnIQExample(t, recnIQConfig())
+	a.setup()
+	ii := f.sw[0].in[1]
+	short := a.allocate(ii, 0, turn(4, 0))
+	long := a.allocate(ii, 0, turn(4, 0)+turn(5, 0))
+	a.in[ii].saqs[long].xoff = true
+	for i := 0; i < 3; i++ {
+		p := f.NewPacket()
+		p.Src, p.Dst, p.Size, p.Seq = hostA, hostH, 64, uint64(i)
+		p.blocks = 1
+		ip := &f.in[ii]
+		qi := a.enqueue(ip, p)
+		if qi != f.nVL+long {
+			t.Fatalf("packet %d joined queue %d, want the long SAQ (%d; short %d)", i, qi, f.nVL+long, f.nVL+short)
+		}
+		ip.queues[qi].push(p)
+		ip.queued++
+	}
+	if bad := a.check(); bad != nil {
+		t.Error(strings.Join(bad, "; "))
+	}
+}
