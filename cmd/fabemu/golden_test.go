@@ -60,6 +60,8 @@ var goldenRuns = []struct {
 	{"sim-min64-voqnet-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=voqnet", "--duration", "15us", "--warmup", "2us"}},
 	// VOQsw under adaptive routing (the output is chosen at arrival)
 	{"sim-irregular16-voqsw-adaptive", []string{"sim", "--preset", "paper004-irregular16", "--routing", "adaptive", "--set", "fabric.switch=voqsw", "--load", "0.4", "--duration", "30us", "--warmup", "5us"}},
+	// MIN of RECN-IQ switches (paper 003 ch. 3, the thesis' 4 KB inputs and thresholds), hot spot
+	{"sim-min64-recniq-hotspot", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.hosts=64", "--set", "fabric.switch=recn-iq", "--pattern", "hotspot", "--load", "0.8", "--duration", "20us", "--warmup", "5us"}},
 	// trace replay of the embedded sample, deterministic and adaptive-inorder
 	{"replay-sample-det", []string{"replay", "--limit", "2000", "--compression", "20"}},
 	{"replay-sample-inorder", []string{"replay", "--limit", "2000", "--compression", "20", "--delivery", "adaptive-inorder", "--reorder", "dynamic:256KiB,cap=128KiB", "--injection", "li"}},
