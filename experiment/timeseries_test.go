@@ -8,9 +8,9 @@ import (
 // TestQuickCorners runs the paper 000 corner-case experiments with
 // --quick: rows named by mechanism, a throughput series per row covering
 // the scaled tree (80-97 us), the queue state of each queue scheme (and
-// RECN's report for its row), and the time-series plot.
+// RECN's and RECN-IQ's reports for their rows), and the time-series plot.
 func TestQuickCorners(t *testing.T) {
-	rows := []string{"IQ", "4Q", "VOQsw", "VOQnet", "RECN"}
+	rows := []string{"IQ", "4Q", "VOQsw", "VOQnet", "RECN", "RECN-IQ"}
 	queues := map[string]int{"IQ": 1, "4Q": 4, "VOQsw": 8, "VOQnet": 64}
 	for _, name := range []string{"paper000-corner1", "paper000-corner2"} {
 		t.Run(name, func(t *testing.T) {
@@ -29,6 +29,12 @@ func TestQuickCorners(t *testing.T) {
 				if r.Name == "RECN" {
 					if r.sim.RECN == nil {
 						t.Errorf("row RECN: no RECN report")
+					}
+					continue
+				}
+				if r.Name == "RECN-IQ" {
+					if r.sim.RECNIQ == nil {
+						t.Errorf("row RECN-IQ: no RECN-IQ report")
 					}
 					continue
 				}

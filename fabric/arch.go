@@ -97,6 +97,7 @@ func archTable() []ArchInfo {
 		{Name: "pciq-4", Description: "PCIQ with 4 sub-crossbars: as pciq-2 with 4 read ports and N x N/4 sub-crossbars reaching the output links of port mod 4 = k, a queue per sub-crossbar and lane", Source: "paper 003 §2.3", new: newPCIQ(4)},
 		{Name: "hc", Description: "hierarchical crossbar with p = N/2: 2x2 sub-switches of N/2 x N/2 with CIOQ memories; an input memory per column (routed at arrival), each with its own read port, and an output memory per row at every output, so two rows may write into one output at once (internal speedup)", Source: "paper 003 §1.4, §2.7", outputBuffered: true, new: newHC},
 		{Name: "cioq-2q", Description: "cioq with two queues per lane at every input, one for even and one for odd output ports (routed at arrival); one read port, cioq's crossbar and output buffers", Source: "paper 003 §2.7", outputBuffered: true, perLane: twoQPerLane, new: newCIOQ2Q},
+		{Name: "recn-iq", Description: "RECN-IQ: the iq datapath with a cold queue per lane and up to fabric.recn_iq.max_saqs SAQs with CAM lines at every input and CAM lines (no queues) at every output; congestion detected when the cold queue holds detection_threshold packets, at the output its head requests; a post-processing unit moves head packets into the SAQs their turns match; Xon/Xoff per SAQ carries the congestion upstream; a SAQ is freed when empty and not in Xoff; deterministic routing only", Source: "paper 003 ch. 3, §4.1, §4.2", NeedsDeterministic: true, new: newRECNIQ},
 	}
 }
 

@@ -71,8 +71,7 @@ type recnArch struct {
 	out                       []recnPort // per out-port (switch ports only)
 	// where records, for a packet waiting in an input SAQ, that SAQ.
 	where  map[*Packet]int32
-	routes map[uint64]string
-	cands  []route.Candidate
+	pool   turnpools
 	stats  RECNStats
 	total  int         // SAQs allocated network-wide now
 	series []saqSample // changes of total, in time order
@@ -187,7 +186,7 @@ func newRECN(f *Fabric) switchArch {
 	a := &recnArch{cioqArch: cioqArch{vlQueues{f}}, cfg: c,
 		detect: f.blocks(int32(c.DetectionThreshold)), notify: f.blocks(int32(c.NotificationThreshold)),
 		xoff: f.blocks(int32(c.XoffThreshold)), xon: f.blocks(int32(c.XonThreshold)),
-		where: map[*Packet]int32{}, routes: map[uint64]string{}}
+		where: map[*Packet]int32{}}
 	// A SAQ allocated for a flow that sends nothing more would never
 	// "become empty" (§3.5) and never be freed: it is freed after the
 	// time its notification threshold takes on a link if it took no
@@ -235,27 +234,43 @@ func (a *recnArch) queuesPerInput() int { return a.f.nVL + a.cfg.MaxSAQs }
 // turns returns the remaining path, as turns, of a packet for host dst
 // that arrived at switch s on (port pi, lane vl): the AS turnpool from
 // this switch on (paper 000 §3.4), from the deterministic router.
-func (a *recnArch) turns(s, pi, vl, dst int) string {
+func (a *recnArch) turns(s, pi, vl, dst int) string { return a.pool.turns(a.f, s, pi, vl, dst) }
+
+// turnpools computes and caches source routes as turn sequences, for the
+// architectures that name congested points by turns (recn, recn-iq).
+type turnpools struct {
+	routes map[uint64]string
+	cands  []route.Candidate
+}
+
+// turns returns the turns from switch s on of a packet for host dst that
+// arrived on (port pi, lane vl), cached per (switch, input, lane,
+// destination). A turn is (output port, output lane); the deterministic
+// router's escape candidate is the only candidate.
+func (t *turnpools) turns(f *Fabric, s, pi, vl, dst int) string {
 	key := uint64(s)<<44 | uint64(pi)<<32 | uint64(vl)<<28 | uint64(dst)
-	if t, ok := a.routes[key]; ok {
-		return t
+	if r, ok := t.routes[key]; ok {
+		return r
+	}
+	if t.routes == nil {
+		t.routes = map[uint64]string{}
 	}
 	var b strings.Builder
 	for hop := 0; hop < 1024; hop++ {
-		a.cands = a.f.router.Candidates(s, pi, vl, dst, a.cands[:0])
-		c := a.cands[len(a.cands)-1] // deterministic: the escape candidate is the only one
+		t.cands = f.router.Candidates(s, pi, vl, dst, t.cands[:0])
+		c := t.cands[len(t.cands)-1]
 		b.WriteByte(byte(c.Port >> 8))
 		b.WriteByte(byte(c.Port))
 		b.WriteByte(byte(c.VL))
-		peer, ok := a.f.topo.Peer(s, int(c.Port))
+		peer, ok := f.topo.Peer(s, int(c.Port))
 		if !ok {
 			break
 		}
 		s, pi, vl = peer.Switch, peer.Port, int(c.VL)
 	}
-	t := b.String()
-	a.routes[key] = t
-	return t
+	r := b.String()
+	t.routes[key] = r
+	return r
 }
 
 // longestMatch returns the active SAQ of saqs on lane vl whose path is the

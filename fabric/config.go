@@ -21,13 +21,16 @@ type Config struct {
 	NICBuffer       units.Bytes   `yaml:"nic_buffer" json:"nic_buffer" unit:"bytes" doc:"reception buffer of a NIC per virtual lane (it is drained at once, so it only has to cover the credit round trip)"`
 	CreditBlock     units.Bytes   `yaml:"credit_block" json:"credit_block" unit:"bytes" doc:"flow-control credit granularity (InfiniBand: 64 bytes)" paper:"004 §4.1"`
 	CreditPacket    units.Bytes   `yaml:"credit_packet" json:"credit_packet" unit:"bytes" doc:"wire size of a flow-control (credit) packet; it shares the link with data"`
-	Switch          string        `yaml:"switch" json:"switch" doc:"switch architecture: cioq (paper 004 §4.1), iq (the crossbar feeds the link), the queue schemes of paper 000 §4.3 (1q, 4q, voqsw, voqnet) or recn (paper 000 §3, deterministic routing only); the list with descriptions ends fabemu config explain"`
+	Switch          string        `yaml:"switch" json:"switch" doc:"switch architecture: cioq (paper 004 §4.1), iq (the crossbar feeds the link), the queue schemes of paper 000 §4.3 (1q, 4q, voqsw, voqnet), recn (paper 000 §3) or recn-iq (paper 003 ch. 3), both deterministic routing only; the list with descriptions ends fabemu config explain"`
 	Allocator       string        `yaml:"allocator" json:"allocator" doc:"crossbar allocator: rr (inputs and their lanes in round-robin order, first fit) or islip(N) (N request-grant-accept iterations, McKeown's iSLIP)"`
 	CrossbarSpeedup float64       `yaml:"crossbar_speedup" json:"crossbar_speedup" doc:"crossbar bandwidth per port as a multiple of the link's data rate"`
 	DeadlockTimeout des.Time      `yaml:"deadlock_timeout" json:"deadlock_timeout" unit:"time" doc:"stop with a report when no packet has moved for this long while packets are in the fabric"`
 	// RECN holds the parameters of the recn switch (arch_recn.go); other
 	// architectures ignore it.
 	RECN RECNConfig `yaml:"recn,omitempty" json:"recn,omitzero"`
+	// RECNIQ holds the parameters of the recn-iq switch (arch_recniq.go);
+	// other architectures ignore it.
+	RECNIQ RECNIQConfig `yaml:"recn_iq,omitempty" json:"recn_iq,omitzero"`
 }
 
 // DefaultConfig is the IBA model of paper 004 §4.1: 1X links (2.5 Gb/s,
@@ -50,6 +53,7 @@ func DefaultConfig() Config {
 		CrossbarSpeedup: 1,
 		DeadlockTimeout: 1 * des.Millisecond,
 		RECN:            DefaultRECNConfig(),
+		RECNIQ:          DefaultRECNIQConfig(),
 	}
 }
 
@@ -137,6 +141,11 @@ func (c Config) Validate() error {
 	if arch.Name == "recn" {
 		if err := c.RECN.Validate(); err != nil {
 			return fmt.Errorf("fabric.recn.%w", err)
+		}
+	}
+	if arch.Name == "recn-iq" {
+		if err := c.RECNIQ.Validate(); err != nil {
+			return fmt.Errorf("fabric.recn_iq.%w", err)
 		}
 	}
 	return nil

@@ -309,7 +309,7 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 	}
 	info, _ := lookupArch(cfg.Switch) // Validate checked the names
 	if info.NeedsDeterministic && r.Mode() != route.Deterministic {
-		return nil, fmt.Errorf("fabric.switch %s needs routing.mode deterministic: it names a congested subpath by the turns of a source route fixed at injection (paper 000 §3), which adaptive routing does not have", cfg.Switch)
+		return nil, fmt.Errorf("fabric.switch %s needs routing.mode deterministic: it names a congested subpath by the turns of a source route fixed at injection (%s), which adaptive routing does not have", cfg.Switch, info.Source)
 	}
 	spec, _ := parseAllocator(cfg.Allocator)
 	f := &Fabric{cfg: cfg, eng: eng, topo: t, router: r, ep: ep,

@@ -67,6 +67,8 @@ var goldenRuns = []struct {
 	{"sim-star24-pciq4-islip", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.kind=irregular", "--set", "topology.switches=1", "--set", "topology.hosts_per_switch=24", "--set", "topology.ports=24", "--set", "fabric.switch=pciq-4", "--set", "fabric.allocator=islip(2)", "--sizes", "256", "--load", "1.0", "--duration", "10us", "--warmup", "2us"}},
 	{"sim-min16-hc-hotspot", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.hosts=16", "--set", "fabric.switch=hc", "--set", "fabric.output_buffer=4KiB", "--set", "fabric.allocator=hrr", "--pattern", "hotspot:0.1@6", "--sizes", "256", "--load", "1.0", "--duration", "15us", "--warmup", "2us"}},
 	{"sim-min16-cioq2q-hotspot", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.hosts=16", "--set", "fabric.switch=cioq-2q", "--set", "fabric.output_buffer=4KiB", "--pattern", "hotspot:0.1@6", "--sizes", "256", "--load", "1.0", "--duration", "15us", "--warmup", "2us"}},
+	// MIN of RECN-IQ switches (paper 003 ch. 3, the thesis' 4 KB inputs and thresholds), hot spot
+	{"sim-min64-recniq-hotspot", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.hosts=64", "--set", "fabric.switch=recn-iq", "--pattern", "hotspot", "--load", "0.8", "--duration", "20us", "--warmup", "5us"}},
 	// trace replay of the embedded sample, deterministic and adaptive-inorder
 	{"replay-sample-det", []string{"replay", "--limit", "2000", "--compression", "20"}},
 	{"replay-sample-inorder", []string{"replay", "--limit", "2000", "--compression", "20", "--delivery", "adaptive-inorder", "--reorder", "dynamic:256KiB,cap=128KiB", "--injection", "li"}},

@@ -49,7 +49,11 @@ type Summary struct {
 	// notifications, markers, exhaustion; saqs_over_time uses the bins of
 	// timeseries); absent for other switch architectures.
 	RECN *fabric.RECNReport `json:"recn,omitempty"`
-	Run  *model.RunInfo     `json:"run,omitempty"`
+	// RECNIQ holds the recn-iq switch's figures beside RECN's (SAQs per
+	// input and network-wide, detections, false positives, Xon/Xoff,
+	// exhaustion); absent for other switch architectures.
+	RECNIQ *fabric.RECNIQReport `json:"recn_iq,omitempty"`
+	Run    *model.RunInfo       `json:"run,omitempty"`
 }
 
 // Bin is one time-series bin over the whole run, warm-up included.
@@ -126,6 +130,7 @@ func summarize(s *model.Session, cfg model.SimConfig, active int) *Summary {
 	sum.Timeseries = timeseries(s, active, capBytesPerNs)
 	sum.DeliveryReport = s.DeliveryReport()
 	sum.RECN = s.Fabric.RECN(m.BinWidth, len(sum.Timeseries))
+	sum.RECNIQ = s.Fabric.RECNIQ(m.BinWidth, len(sum.Timeseries))
 	if qs, ok := s.Fabric.QueueState(); ok {
 		sum.Queues = &qs
 	}
