@@ -162,6 +162,9 @@ func TestSystemdDropIns(t *testing.T) {
 			t.Errorf("%s: %s adds %v, want CAP_SYS_ADMIN CAP_SYS_PTRACE", netnsPath, k, got)
 		}
 	}
+	if got := n.last("Service", "ExecStartPre"); got != "+/usr/bin/install -d -m 0775 -g "+u.last("Service", "Group")+" /run/netns" {
+		t.Errorf("%s: ExecStartPre %q: want /run/netns made writable for the unit's group, as root", netnsPath, got)
+	}
 	if got := n["Service"]["RestrictNamespaces"]; !slices.Equal(got, []string{"", "net"}) {
 		t.Errorf("%s: RestrictNamespaces %q, want a reset, then net only", netnsPath, got)
 	}
