@@ -281,6 +281,130 @@ func monoToWall() func(uint64) time.Time {
 	return func(mono uint64) time.Time { return time.Unix(0, int64(mono)+off) }
 }
 
+// Frame is one frame the capture program copied into the ring buffer.
+type Frame struct {
+	// Time is when the program saw the frame (wall clock).
+	Time time.Time
+	// OrigLen is the frame's length on the wire; Data its head, at most
+	// the snap length, valid only until the callback returns.
+	OrigLen int
+	Data    []byte
+	// Egress is set for a frame the interface sent, clear for one it
+	// received.
+	Egress bool
+}
+
+// Counts are the kernel's counters of the capture program: Matched =
+// Captured + Dropped (frames the ring buffer had no room for).
+type Counts struct {
+	Matched  uint64 `json:"matched"`
+	Captured uint64 `json:"captured"`
+	Dropped  uint64 `json:"dropped"`
+}
+
+// Counts reads the kernel's counters; it may be called from any goroutine
+// while the capture is open.
+func (c *Capture) Counts() (Counts, error) {
+	var n Counts
+	var err error
+	n.Matched, n.Captured, n.Dropped, err = c.counters()
+	return n, err
+}
+
+// Config is the capture's configuration, with the defaults filled in.
+func (c *Capture) Config() CaptureConfig { return c.cfg }
+
+// consume reads the ring buffer and hands each frame to handle until ctx
+// is done or handle returns false; then it detaches the programs and
+// hands over what they left in the ring, until every record the kernel
+// counted as captured has been handed over (programs that were running
+// during the detach may still commit a few) or a second passed. It
+// returns the kernel's final counters, the records handed over, the
+// detach error and the read error.
+func (c *Capture) consume(ctx context.Context, handle func(Frame) bool) (n Counts, handed uint64, derr, rerr error) {
+	wall := monoToWall()
+	var rec ringbuf.Record
+	more := true
+	give := func() {
+		raw := rec.RawSample
+		if len(raw) < eventHeader {
+			return
+		}
+		ts := binary.NativeEndian.Uint64(raw[0:])
+		orig := binary.NativeEndian.Uint32(raw[12:])
+		capLen := binary.NativeEndian.Uint32(raw[16:])
+		dir := binary.NativeEndian.Uint32(raw[20:]) & 1
+		data := raw[eventHeader:]
+		if int(capLen) < len(data) {
+			data = data[:capLen]
+		}
+		handed++
+		if !handle(Frame{Time: wall(ts), OrigLen: int(orig), Data: data, Egress: dir == 1}) {
+			more = false
+		}
+	}
+	for ctx.Err() == nil && more {
+		c.rd.SetDeadline(time.Now().Add(100 * time.Millisecond))
+		err := c.rd.ReadInto(&rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			continue
+		}
+		if err != nil {
+			rerr = fmt.Errorf("reading the ring buffer: %w", err)
+			break
+		}
+		give()
+	}
+	derr = c.hooks.detach()
+	deadline := time.Now().Add(time.Second)
+	for {
+		c.rd.SetDeadline(time.Now())
+		for c.rd.ReadInto(&rec) == nil {
+			give()
+		}
+		var err error
+		if n, err = c.Counts(); err != nil {
+			if rerr == nil {
+				rerr = fmt.Errorf("reading the capture counters: %w", err)
+			}
+			return
+		}
+		if handed >= n.Captured || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Stream hands every captured frame to fn, on the calling goroutine, until
+// ctx is done; then it detaches the programs and hands over what they
+// left in the ring buffer. The accounting counts the frames handed over as
+// Written (fn decides what becomes of them).
+func (c *Capture) Stream(ctx context.Context, fn func(Frame)) (*CaptureStats, error) {
+	start := time.Now()
+	st := &CaptureStats{Iface: c.cfg.Iface, Attach: c.hooks.mode, Filter: c.cfg.Filter.String(), Snaplen: c.cfg.Snaplen}
+	n, _, derr, rerr := c.consume(ctx, func(f Frame) bool {
+		st.Written++
+		st.Bytes += uint64(f.OrigLen)
+		if len(f.Data) < f.OrigLen {
+			st.Truncated++
+		}
+		if f.Egress {
+			st.Egress++
+		} else {
+			st.Ingress++
+		}
+		fn(f)
+		return true
+	})
+	st.Matched, st.Captured, st.Dropped = n.Matched, n.Captured, n.Dropped
+	st.DurationS = time.Since(start).Seconds()
+	if rerr != nil {
+		return st, rerr
+	}
+	return st, derr
+}
+
 // WritePcapng writes captured frames to out as pcapng until ctx is done
 // or, when count > 0, count frames are written. It then detaches the
 // programs, drains the ring buffer and returns the accounting, with one
@@ -309,78 +433,37 @@ func (c *Capture) WritePcapng(ctx context.Context, out io.Writer, count uint64) 
 	if err != nil {
 		return nil, err
 	}
-	wall := monoToWall()
 	flags := [2]pcapgo.NgEpbFlags{{Direction: pcapgo.NgEpbFlagDirectionInbound}, {Direction: pcapgo.NgEpbFlagDirectionOutbound}}
-	var rec ringbuf.Record
 	var werr error
-	handle := func() {
-		raw := rec.RawSample
-		if len(raw) < eventHeader {
-			return
-		}
+	n, _, derr, rerr := c.consume(ctx, func(f Frame) bool {
 		if count > 0 && st.Written >= count || werr != nil {
 			st.Discarded++
-			return
+			return false
 		}
-		ts := binary.NativeEndian.Uint64(raw[0:])
-		orig := binary.NativeEndian.Uint32(raw[12:])
-		capLen := binary.NativeEndian.Uint32(raw[16:])
-		dir := binary.NativeEndian.Uint32(raw[20:]) & 1
-		data := raw[eventHeader:]
-		if int(capLen) < len(data) {
-			data = data[:capLen]
+		dir := 0
+		if f.Egress {
+			dir = 1
 		}
-		ci := gopacket.CaptureInfo{Timestamp: wall(ts), CaptureLength: len(data), Length: int(orig), InterfaceIndex: int(dir) * egressID}
-		if werr = w.WritePacketWithOptions(ci, data, pcapgo.NgPacketOptions{Flags: &flags[dir]}); werr != nil {
+		ci := gopacket.CaptureInfo{Timestamp: f.Time, CaptureLength: len(f.Data), Length: f.OrigLen, InterfaceIndex: dir * egressID}
+		if werr = w.WritePacketWithOptions(ci, f.Data, pcapgo.NgPacketOptions{Flags: &flags[dir]}); werr != nil {
 			st.Discarded++
-			return
+			return false
 		}
 		st.Written++
-		st.Bytes += uint64(orig)
-		if len(data) < int(orig) {
+		st.Bytes += uint64(f.OrigLen)
+		if len(f.Data) < f.OrigLen {
 			st.Truncated++
 		}
-		if dir == 0 {
-			st.Ingress++
-		} else {
+		if f.Egress {
 			st.Egress++
+		} else {
+			st.Ingress++
 		}
-	}
-	for ctx.Err() == nil && (count == 0 || st.Written < count) && werr == nil {
-		c.rd.SetDeadline(time.Now().Add(100 * time.Millisecond))
-		err := c.rd.ReadInto(&rec)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			continue
-		}
-		if err != nil {
-			werr = fmt.Errorf("reading the ring buffer: %w", err)
-			break
-		}
-		handle()
-	}
-	// Stop the programs, then read what they left in the ring until every
-	// record the kernel counted as captured has been read (programs that
-	// were running during the detach may still commit a few).
-	derr := c.hooks.detach()
-	deadline := time.Now().Add(time.Second)
-	for {
-		c.rd.SetDeadline(time.Now())
-		for {
-			err := c.rd.ReadInto(&rec)
-			if err != nil {
-				break
-			}
-			handle()
-		}
-		m, cp, dr, err := c.counters()
-		if err != nil {
-			return st, fmt.Errorf("reading the capture counters: %w", err)
-		}
-		st.Matched, st.Captured, st.Dropped = m, cp, dr
-		if st.Written+st.Discarded >= cp || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
+		return count == 0 || st.Written < count
+	})
+	st.Matched, st.Captured, st.Dropped = n.Matched, n.Captured, n.Dropped
+	if werr == nil {
+		werr = rerr
 	}
 	st.DurationS = time.Since(start).Seconds()
 	end := time.Now()

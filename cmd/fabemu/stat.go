@@ -89,6 +89,15 @@ func writeStatus(w io.Writer, st *emu.Status) error {
 		st.Fabric.SimSeconds, f3(p.Lag.P50/1e3), f3(p.Lag.P99/1e3), f3(p.Lag.Max/1e3), p.Invalid, p.Intervals, p.LagThreshold, p.InputsRefused)
 	fmt.Fprintf(w, "fabric: %s packets delivered, %.3f Gb/s accepted (payload, simulated time), latency p50 / p99 %s / %s ns\n\n",
 		report.FormatUint(st.Fabric.DeliveredPackets), st.Fabric.AcceptedGbps, f3(st.Fabric.LatencyNs.P50), f3(st.Fabric.LatencyNs.P99))
+	if c := st.BackgroundCapture; c != nil {
+		f := c.Fabric
+		fmt.Fprintf(w, "background capture %s (%s): matched %d = captured %d + ring dropped %d; submitted %d, late %d; into the fabric %d frames (%s bytes), %d of %d copies delivered; local %d, unmapped %d, unplaced %d\n",
+			c.Iface, c.Attach, c.Matched, c.Captured, c.Dropped, c.Submitted, c.Late, f.Sent, report.FormatUint(f.Bytes), f.Delivered, f.Copies, f.Local, f.Unmapped, f.Unplaced)
+		if f.Error != "" {
+			fmt.Fprintf(w, "background capture: %s\n", f.Error)
+		}
+		fmt.Fprintln(w)
+	}
 
 	hosts := &report.Table{Title: "TAP hosts", Columns: cols("tap", "host", "netns", "frames in", "bytes in", "frames out", "bytes out", "refused in/out", "unknown unicast", "stalls reader/admit")}
 	for _, h := range st.Hosts {

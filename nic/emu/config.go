@@ -86,6 +86,13 @@ type BackgroundConfig struct {
 	Format      string  `yaml:"format" json:"format,omitempty" doc:"format of background.trace: auto (sniffed), srt, msr, spc, blkparse, fio, disksim, csv"`
 	Compression float64 `yaml:"compression" json:"compression,omitempty" doc:"time compression of background.trace: a record at trace time t is issued t/C after the daemon starts"`
 	Disks       int     `yaml:"disks" json:"disks,omitempty" doc:"hosts without a TAP that act as the trace's disks (drawn with background.seed); 0 = a quarter of them, at least one"`
+	// Capture is a real interface whose frames are mirrored into the
+	// fabric as background load (bgcapture.go).
+	Capture       string `yaml:"capture" json:"capture,omitempty" doc:"real network interface whose frames (both directions, seen by an eBPF program) are mirrored into the fabric as background load between the hosts without a TAP, each from the host of its source endpoint to the host of its destination, sized by its original length, when it was seen; empty = none"`
+	CaptureNetns  string `yaml:"capture_netns" json:"capture_netns,omitempty" doc:"named network namespace of background.capture; empty = the daemon's"`
+	CaptureMapBy  string `yaml:"capture_map_by" json:"capture_map_by,omitempty" doc:"endpoints of background.capture: auto (MACs), mac or ip; placed on hosts as fabemu replay places a capture's, seeded by background.seed"`
+	CaptureRing   int    `yaml:"capture_ring" json:"capture_ring,omitempty" unit:"bytes" doc:"ring buffer of background.capture (rounded up to a power of two); frames it has no room for are counted as dropped; 0 = 4 MiB"`
+	CaptureAttach string `yaml:"capture_attach" json:"capture_attach,omitempty" doc:"how background.capture attaches: auto (tcx, else clsact), tcx (Linux 6.6 or later) or tc"`
 }
 
 // PacingConfig is how the model follows the wall clock.
@@ -215,6 +222,9 @@ func (c *RunConfig) Validate() error {
 	}
 	if c.Background.Trace != "" && !(c.Background.Compression > 0) {
 		errs = append(errs, fmt.Errorf("background.compression %g: want a positive factor", c.Background.Compression))
+	}
+	if err := c.Background.validateCapture(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Background.Disks < 0 {
 		errs = append(errs, fmt.Errorf("background.disks %d: want 0 or more", c.Background.Disks))

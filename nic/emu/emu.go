@@ -25,7 +25,9 @@
 //     their order at egress is measured with reorder.OrderMeter (RFC 4737,
 //     RFC 5236); the NIC's own packet-level meters give the order before
 //     and after rearrangement;
-//   - background load: synthetic traffic on the hosts without a TAP;
+//   - background load on the hosts without a TAP: synthetic traffic, a
+//     storage trace (background.trace) and a real interface's frames
+//     (background.capture, bgcapture.go);
 //   - the daemon's configuration (RunConfig), its status (Status), the
 //     control API's HTTP handler and the Prometheus collector.
 //
@@ -126,6 +128,7 @@ type Emulator struct {
 
 	background []int
 	bgTrace    *replay.Live // loop-owned
+	bgCap      *bgCapture   // background.capture, nil if none
 	pcap       *pcapRecorder
 	arrivals   *arrivals // the NICs, with a look at frames' packets for pcap_out
 	quitting   atomic.Bool
@@ -278,7 +281,7 @@ func newEmulator(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 		p.cond = sync.NewCond(&p.mu)
 		e.ports = append(e.ports, p)
 	}
-	if cfg.Background.Enabled || cfg.Background.Trace != "" {
+	if cfg.Background.Enabled || cfg.Background.Trace != "" || cfg.Background.Capture != "" {
 		for h := 0; h < n; h++ {
 			if _, ok := used[h]; !ok {
 				e.background = append(e.background, h)
@@ -295,6 +298,12 @@ func newEmulator(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 			cfg.Background.Seed, e.background, des.Never); err != nil {
 			_ = e.closeDevices()
 			return nil, fmt.Errorf("background: %w", err)
+		}
+	}
+	if cfg.Background.Capture != "" {
+		if err := e.openCapture(); err != nil {
+			_ = e.closeDevices()
+			return nil, fmt.Errorf("background.capture: %w", err)
 		}
 	}
 	return e, nil
@@ -346,6 +355,9 @@ func (e *Emulator) attach() error {
 func (e *Emulator) Start() error {
 	e.start = time.Now()
 	go func() { e.loopErr <- e.pacer.Run() }()
+	if e.bgCap != nil {
+		e.bgCap.start(e.pacer)
+	}
 	for _, p := range e.ports {
 		if err := p.dev.StartFunc(func(f *frameport.Frame) bool { return e.submit(p, f) }); err != nil {
 			return err
@@ -538,6 +550,9 @@ func (e *Emulator) stopReading() {
 	if e.quitting.Swap(true) {
 		return
 	}
+	if e.bgCap != nil {
+		e.bgCap.stop()
+	}
 	for _, p := range e.ports {
 		p.mu.Lock()
 		p.cond.Broadcast()
@@ -562,9 +577,14 @@ func (e *Emulator) Close() error {
 	return e.closeErr
 }
 
-// closeDevices closes every port and the background trace's reader.
+// closeDevices closes every port, the background trace's reader and the
+// background capture.
 func (e *Emulator) closeDevices() error {
 	var errs []error
+	if e.bgCap != nil {
+		errs = append(errs, e.bgCap.close())
+		e.bgCap = nil
+	}
 	if e.bgTrace != nil {
 		errs = append(errs, e.bgTrace.Close())
 		e.bgTrace = nil

@@ -13,6 +13,7 @@ type Collector struct {
 	accepted, packets, latency, lag, intervals       *prometheus.Desc
 	invalid, connFrames, connReordered, connRatio    *prometheus.Desc
 	nicRatio, nicRatioAfter, simSeconds, outstanding *prometheus.Desc
+	capFrames, capDropped                            *prometheus.Desc // bgcapture.go
 }
 
 // NewCollector returns a collector reading status.
@@ -39,6 +40,8 @@ func NewCollector(status StatusFunc) *Collector {
 		connRatio:     d("conn_reordered_ratio", "RFC 4737 §4.1 reordered ratio of frames at TAP egress.", "src", "dst"),
 		nicRatio:      d("nic_reordered_ratio", "RFC 4737 reordered ratio of packets at NIC arrival (before rearrangement), all streams."),
 		nicRatioAfter: d("nic_reordered_ratio_after_rearrangement", "RFC 4737 reordered ratio of packets delivered to hosts after rearrangement (adaptive-inorder)."),
+		capFrames:     d("background_capture_frames_total", "Frames of background.capture by stage: matched, captured (into the ring buffer), read, submitted (to the model), late (after the model stopped), sent (into the fabric), local, unmapped, unplaced.", "iface", "stage"),
+		capDropped:    d("background_capture_ring_dropped_frames_total", "Frames of background.capture the ring buffer had no room for (counted by the kernel).", "iface"),
 	}
 }
 
@@ -46,7 +49,7 @@ func NewCollector(status StatusFunc) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.frames, c.bytes, c.refused, c.stalls, c.boundary, c.outstanding,
 		c.accepted, c.packets, c.latency, c.simSeconds, c.lag, c.intervals, c.invalid,
-		c.connFrames, c.connReordered, c.connRatio, c.nicRatio, c.nicRatioAfter} {
+		c.connFrames, c.connReordered, c.connRatio, c.nicRatio, c.nicRatioAfter, c.capFrames, c.capDropped} {
 		ch <- d
 	}
 }
@@ -105,4 +108,5 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		after = st.NIC.OrderAfter.ReorderedRatio
 	}
 	gauge(c.nicRatioAfter, after)
+	c.collectCapture(ch, st)
 }

@@ -27,6 +27,8 @@ type Status struct {
 	BackgroundHosts int `json:"background_hosts"`
 	// BackgroundTrace is the progress of background.trace (absent if none).
 	BackgroundTrace *replay.LiveProgress `json:"background_trace,omitempty"`
+	// BackgroundCapture is background.capture's accounting (absent if none).
+	BackgroundCapture *CaptureStatus `json:"background_capture,omitempty"`
 	// PcapOut is the pcapng recording of pcap_out (absent if none).
 	PcapOut     *PcapOutStatus `json:"pcap_out,omitempty"`
 	Pacer       des.PacerStats `json:"pacer"`
@@ -142,6 +144,9 @@ func (e *Emulator) status() *Status {
 	if e.bgTrace != nil {
 		p := e.bgTrace.Progress()
 		st.BackgroundTrace = &p
+	}
+	if e.bgCap != nil {
+		st.BackgroundCapture = e.bgCap.status()
 	}
 	now := s.Eng.Now()
 	m := s.Metrics

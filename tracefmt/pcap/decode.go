@@ -263,3 +263,20 @@ func tcpFlags(t *layers.TCP) TCPFlags {
 	}
 	return f
 }
+
+// Decoder decodes frames that did not come from a file (a live capture's
+// ring buffer) into Packets, with the same rules as Reader. It allocates
+// nothing per frame; one Decoder serves one goroutine.
+type Decoder struct{ d decoder }
+
+// NewDecoder returns a decoder.
+func NewDecoder() *Decoder {
+	d := &Decoder{}
+	d.d.init()
+	return d
+}
+
+// Decode fills p's decoded fields from p.LinkType and p.Data (p.CapLen,
+// p.OrigLen, p.Time and p.Record are the caller's). Link types Reader
+// refuses are left undecoded.
+func (d *Decoder) Decode(p *Packet) { d.d.decode(p) }

@@ -85,3 +85,27 @@ func FuzzPcapng(f *testing.F) {
 	f.Add([]byte{0x0a, 0x0d, 0x0d, 0x0a, 28, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a})
 	f.Fuzz(fuzzCapture)
 }
+
+// FuzzDecoder: a live frame of any bytes decodes without a panic, and the
+// decoded fields agree with what the bytes can hold.
+func FuzzDecoder(f *testing.F) {
+	s := seg{sport: 1, dport: 2, seq: 3, payload: 10}
+	fr := ethFrame(f, s, 0)
+	f.Add(fr)
+	f.Add(fr[:20])
+	f.Add(ipPacket(f, seg{v6: true, udp: true}))
+	f.Add([]byte{})
+	d := NewDecoder()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, lt := range []layers.LinkType{layers.LinkTypeEthernet, layers.LinkTypeRaw, layers.LinkTypeLinuxSLL2} {
+			p := Packet{LinkType: lt, Data: data, CapLen: len(data), OrigLen: len(data)}
+			d.Decode(&p)
+			if p.IPVersion != 0 && p.IPVersion != 4 && p.IPVersion != 6 {
+				t.Fatalf("link %d: IP version %d", lt, p.IPVersion)
+			}
+			if p.HasDstMAC && len(data) < 14 {
+				t.Fatalf("link %d: a destination MAC from %d bytes", lt, len(data))
+			}
+		}
+	})
+}
