@@ -28,6 +28,12 @@ type Config struct {
 	// RECN holds the parameters of the recn switch (arch_recn.go); other
 	// architectures ignore it.
 	RECN RECNConfig `yaml:"recn,omitempty" json:"recn,omitzero"`
+	// InjectionPorts is the number of injection ports per host (paper
+	// 002 §2; 0 or 1: one) and InjectionShared makes them virtual
+	// channels of one link. The session sets both from
+	// nic.injection_queues; they are not configured here.
+	InjectionPorts  int  `yaml:"-" json:"-"`
+	InjectionShared bool `yaml:"-" json:"-"`
 }
 
 // DefaultConfig is the IBA model of paper 004 §4.1: 1X links (2.5 Gb/s,

@@ -85,6 +85,9 @@ type SelectInfo struct {
 	Source      string
 	// NeedsCoords is true when the policy reads Offsets.
 	NeedsCoords bool
+	// FlowOrder is true when every packet from one source to one
+	// destination goes to the same queue, so the NIC keeps their order.
+	FlowOrder bool
 	// Pick returns the queue for the packet the view describes.
 	Pick func(v QueueView) int
 }
@@ -95,8 +98,8 @@ func selectTable() []SelectInfo {
 	return []SelectInfo{
 		{Name: "sh", Source: "paper 002 §2", Description: "shortest: the queue with the fewest packets (ties: lowest queue)", Pick: pickShortest},
 		{Name: "shp", Source: "paper 002 §2", Description: "shortest with pre-routing: among the queues of the packet's minimal outputs at the first switch, the one with the fewest packets", Pick: pickShortestPrerouted},
-		{Name: "lpath", Source: "paper 002 §2", NeedsCoords: true, Description: "longest path first: the queue of the direction with the most hops to travel, whatever its population (static)", Pick: pickLongestPath},
-		{Name: "static", Source: "paper 002 §2, §4.2 (static port selection)", Description: "static port assignment: the queue of the output the packet's deterministic route takes at the first switch", Pick: pickStatic},
+		{Name: "lpath", Source: "paper 002 §2", NeedsCoords: true, FlowOrder: true, Description: "longest path first: the queue of the direction with the most hops to travel, whatever its population (static)", Pick: pickLongestPath},
+		{Name: "static", Source: "paper 002 §2, §4.2 (static port selection)", FlowOrder: true, Description: "static port assignment: the queue of the output the packet's deterministic route takes at the first switch", Pick: pickStatic},
 	}
 }
 
@@ -149,3 +152,8 @@ func CubeOffsets(src, dst, k []int, wrap bool, buf []int) []int {
 	}
 	return buf
 }
+
+// IsZero reports whether the configuration is the single-queue NIC, in
+// which case summaries omit it (json omitzero): outputs of runs without
+// several queues stay as they were.
+func (c QueuesConfig) IsZero() bool { return c.Count <= 1 }

@@ -7,6 +7,7 @@ import (
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/fabric/route"
 	"github.com/fabemu/fabemu/fabric/topo"
+	"github.com/fabemu/fabemu/injection"
 	"github.com/fabemu/fabemu/nic"
 )
 
@@ -51,6 +52,12 @@ func NewSessionVia(tc topo.Config, rc route.Config, fc fabric.Config, nc nic.Con
 	var ep fabric.Endpoint = nw
 	if via != nil {
 		ep = via(nw)
+	}
+	if err := nic.CheckQueues(nc, t, r.Mode() == route.Deterministic || nc.Delivery.Mode == nic.DeliveryDeterministic); err != nil {
+		return nil, err
+	}
+	if q := nc.InjectionQueues; q.Count > 1 { // paper 002 §2: a port per queue
+		fc.InjectionPorts, fc.InjectionShared = q.Count, q.Mode == injection.Virtual
 	}
 	f, err := fabric.New(eng, fc, t, r, nc.MaxPacket(), ep)
 	if err != nil {
