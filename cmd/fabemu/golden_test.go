@@ -60,6 +60,8 @@ var goldenRuns = []struct {
 	{"sim-min64-voqnet-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=voqnet", "--duration", "15us", "--warmup", "2us"}},
 	// VOQsw under adaptive routing (the output is chosen at arrival)
 	{"sim-irregular16-voqsw-adaptive", []string{"sim", "--preset", "paper004-irregular16", "--routing", "adaptive", "--set", "fabric.switch=voqsw", "--load", "0.4", "--duration", "30us", "--warmup", "5us"}},
+	// four injection queues per NIC on physical links, longest-path-first selection (paper 002 §2), past saturation
+	{"sim-torus16x16-4q-physical-lpath", []string{"sim", "--preset", "paper002-torus16x16", "--load", "1.0", "--set", "nic.injection_queues.count=4", "--set", "nic.injection_queues.mode=physical", "--set", "nic.injection_queues.select=lpath", "--duration", "15us", "--warmup", "5us"}},
 	// trace replay of the embedded sample, deterministic and adaptive-inorder
 	{"replay-sample-det", []string{"replay", "--limit", "2000", "--compression", "20"}},
 	{"replay-sample-inorder", []string{"replay", "--limit", "2000", "--compression", "20", "--delivery", "adaptive-inorder", "--reorder", "dynamic:256KiB,cap=128KiB", "--injection", "li"}},
