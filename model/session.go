@@ -67,6 +67,20 @@ func NewSessionVia(tc topo.Config, rc route.Config, fc fabric.Config, nc nic.Con
 	return &Session{Eng: eng, Topo: t, Router: r, Fabric: f, Net: nw, Metrics: m}, nil
 }
 
+// Drain runs on after the sources stopped until every packet generated
+// has been delivered or the engine reaches limit, in slices of step. It
+// returns the time of the last delivery and whether everything was
+// delivered.
+func (s *Session) Drain(limit, step des.Time) (des.Time, bool, error) {
+	for s.Metrics.AllDelivered < s.Net.Generated && s.Eng.Now() < limit {
+		s.Eng.RunUntil(min(s.Eng.Now()+step, limit))
+		if s.Fabric.Deadlock != nil {
+			return s.Metrics.LastDelivered, false, s.Fabric.Deadlock
+		}
+	}
+	return s.Metrics.LastDelivered, s.Metrics.AllDelivered >= s.Net.Generated, nil
+}
+
 // Progress is called now and then during a run with the simulated time
 // reached and the time the run ends.
 type Progress func(done, total des.Time)
