@@ -34,6 +34,9 @@ type Config struct {
 	// nic.injection_queues; they are not configured here.
 	InjectionPorts  int  `yaml:"-" json:"-"`
 	InjectionShared bool `yaml:"-" json:"-"`
+	// InjectionOneLane sends every injected packet on lane 0, so each
+	// injection port's input buffer is one FIFO (nic.injection_queues.one_lane).
+	InjectionOneLane bool `yaml:"-" json:"-"`
 }
 
 // DefaultConfig is the IBA model of paper 004 §4.1: 1X links (2.5 Gb/s,

@@ -327,6 +327,9 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 	f.xbarRate = int64(float64(f.dataRate) * cfg.CrossbarSpeedup)
 	f.room.f, f.room.arch = f, f.arch
 	f.injCands = r.InjectionCandidates(nil)
+	if cfg.InjectionOneLane { // paper 002 §2: the injection port is one FIFO
+		f.injCands = f.injCands[len(f.injCands)-1:]
+	}
 	maxBlocks := f.blocks(int32(maxPacket))
 	split := func(what string, total int64) ([]int32, error) {
 		caps := make([]int32, f.nVL)

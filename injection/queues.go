@@ -27,9 +27,12 @@ const (
 
 // QueuesConfig is the injection interface of every NIC.
 type QueuesConfig struct {
-	Count  int       `yaml:"count" json:"count" doc:"injection queues per NIC, each with its own injection port at the local switch (1 = a single FIFO, today's NIC; 4 = one per direction of a 2D torus)" paper:"002 §2"`
-	Mode   QueueMode `yaml:"mode" json:"mode" doc:"virtual: the queues share one physical injection link, one packet at a time; physical: one injection link per queue" paper:"002 §2, §4.1"`
-	Select string    `yaml:"select" json:"select" doc:"queue selection policy for each new packet: sh (shortest), shp (shortest among the queues of its minimal outputs), lpath (longest path first), static (the output of its deterministic route)" paper:"002 §2"`
+	Count    int       `yaml:"count" json:"count" doc:"injection queues per NIC, each with its own injection port at the local switch (1 = a single FIFO, today's NIC; 4 = one per direction of a 2D torus)" paper:"002 §2"`
+	Mode     QueueMode `yaml:"mode" json:"mode" doc:"virtual: the queues share one physical injection link, one packet at a time; physical: one injection link per queue" paper:"002 §2, §4.1"`
+	Select   string    `yaml:"select" json:"select" doc:"queue selection policy for each new packet: sh (shortest), shp (shortest among the queues of its minimal outputs), lpath (longest path first), static (the output of its deterministic route)" paper:"002 §2"`
+	Capacity int       `yaml:"capacity" json:"capacity,omitempty" doc:"packets each injection queue holds when there are several; when the queue the policy picks is full, the source stalls (its later packets wait behind that one) until the queue has room; 0 = unbounded" paper:"002 §2-3 (8 packets)"`
+	// OneLane makes each injection port one FIFO up to the crossbar.
+	OneLane bool `yaml:"one_lane" json:"one_lane,omitempty" doc:"every injection queue enters its switch port on one lane (the first), so the port's input buffer is one FIFO whose head blocks the packets behind it, as paper 002's injection ports (its size is that lane's: fabric.escape_vl_buffer under adaptive routing); false: the injection link spreads packets over the lanes like any channel, so even one queue has a FIFO per lane at the switch" paper:"002 §2-3"`
 }
 
 // DefaultQueuesConfig is one queue: the single-FIFO NIC.
@@ -44,6 +47,9 @@ const MaxQueues = 8
 func (c QueuesConfig) Validate() error {
 	if c.Count < 1 || c.Count > MaxQueues {
 		return fmt.Errorf("nic.injection_queues.count %d: want 1..%d", c.Count, MaxQueues)
+	}
+	if c.Capacity < 0 {
+		return fmt.Errorf("nic.injection_queues.capacity %d: want 0 (unbounded) or more packets", c.Capacity)
 	}
 	if c.Mode != Virtual && c.Mode != Physical {
 		return fmt.Errorf("nic.injection_queues.mode %q: want virtual or physical", c.Mode)
@@ -156,4 +162,4 @@ func CubeOffsets(src, dst, k []int, wrap bool, buf []int) []int {
 // IsZero reports whether the configuration is the single-queue NIC, in
 // which case summaries omit it (json omitzero): outputs of runs without
 // several queues stay as they were.
-func (c QueuesConfig) IsZero() bool { return c.Count <= 1 }
+func (c QueuesConfig) IsZero() bool { return c.Count <= 1 && !c.OneLane && c.Capacity == 0 }

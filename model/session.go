@@ -59,6 +59,7 @@ func NewSessionVia(tc topo.Config, rc route.Config, fc fabric.Config, nc nic.Con
 	if q := nc.InjectionQueues; q.Count > 1 { // paper 002 §2: a port per queue
 		fc.InjectionPorts, fc.InjectionShared = q.Count, q.Mode == injection.Virtual
 	}
+	fc.InjectionOneLane = nc.InjectionQueues.OneLane
 	f, err := fabric.New(eng, fc, t, r, nc.MaxPacket(), ep)
 	if err != nil {
 		return nil, err

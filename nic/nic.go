@@ -326,6 +326,9 @@ func (nw *Network) Pop(h int, at des.Time) {
 	p := nw.hosts[h].injQ.pop()
 	nw.hosts[h].queuedWire -= int64(p.Size)
 	nw.Queued--
+	if nw.iq != nil {
+		nw.iq.popped(nw, h)
+	}
 }
 
 // Deliver implements fabric.Endpoint: the packet's tail reached host h.

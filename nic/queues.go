@@ -24,6 +24,10 @@ type queueState struct {
 	portQ [][]int8
 	t     *topo.Topology
 	view  queueView
+	// cap is the packets a queue holds (0: unbounded); backlog holds,
+	// per host, the packets of a stalled source in generation order.
+	cap     int
+	backlog []pktQueue
 }
 
 // validateQueues checks nic.injection_queues on its own.
@@ -75,7 +79,10 @@ func (nw *Network) attachQueues(f *fabric.Fabric) error {
 	}
 	sel, _ := injection.LookupSelect(c.Select)
 	t := f.Topology()
-	qs := &queueState{sel: sel, n: c.Count, more: make([][]pktQueue, len(nw.hosts)), t: t}
+	qs := &queueState{sel: sel, n: c.Count, more: make([][]pktQueue, len(nw.hosts)), t: t, cap: c.Capacity}
+	if c.Capacity > 0 {
+		qs.backlog = make([]pktQueue, len(nw.hosts))
+	}
 	for h := range qs.more {
 		qs.more[h] = make([]pktQueue, c.Count-1)
 	}
@@ -106,12 +113,53 @@ func (nw *Network) queue(h, q int) *pktQueue {
 	return &nw.iq.more[h][q-1]
 }
 
-// push places packet p of host h in the queue the selection policy picks.
+// push places packet p of host h in the queue the selection policy picks;
+// if that queue is full, or the source is already stalled, p waits in the
+// host's backlog (paper 002 §2: "when the queue of the selected port is
+// full, the generation of packets stalls until the packet is successfully
+// queued").
 func (qs *queueState) push(nw *Network, h int, p *fabric.Packet) {
+	if qs.cap > 0 && qs.backlog[h].size > 0 {
+		qs.backlog[h].push(p)
+		return
+	}
 	qs.view.h, qs.view.dst = h, int(p.Dst)
-	q := qs.sel.Pick(&qs.view)
-	nw.queue(h, q).push(p)
+	q := nw.queue(h, qs.sel.Pick(&qs.view))
+	if qs.cap > 0 && q.size >= qs.cap {
+		qs.backlog[h].push(p)
+		return
+	}
+	q.push(p)
 }
+
+// popped is told that a queue of host h lost its head: a stalled source
+// moves its waiting packets into the queues while they have room, and the
+// fabric is asked (by an event now, not from inside its own transmit) to
+// look at the host's ports again.
+func (qs *queueState) popped(nw *Network, h int) {
+	if qs.cap == 0 || qs.backlog[h].size == 0 {
+		return
+	}
+	b := &qs.backlog[h]
+	moved := false
+	for b.size > 0 {
+		p := b.peek()
+		qs.view.h, qs.view.dst = h, int(p.Dst)
+		q := nw.queue(h, qs.sel.Pick(&qs.view))
+		if q.size >= qs.cap {
+			break
+		}
+		q.push(b.pop())
+		moved = true
+	}
+	if moved {
+		nw.eng.Schedule(nw.eng.Now(), nw, opQueueKick, int32(h), nil)
+	}
+}
+
+// opQueueKick is the Network's event that makes the fabric look at a
+// host's injection ports after its stalled source queued packets.
+const opQueueKick = 1
 
 // PeekQueue implements fabric.QueueEndpoint.
 func (nw *Network) PeekQueue(h, q int) *fabric.Packet {
@@ -130,6 +178,7 @@ func (nw *Network) PopQueue(h, q int, at des.Time) {
 	}
 	nw.hosts[h].queuedWire -= int64(p.Size)
 	nw.Queued--
+	nw.iq.popped(nw, h)
 }
 
 // queueView is injection.QueueView for one packet of host h to dst.

@@ -33,7 +33,8 @@ func queuesNet(t testing.TB, k, count int, mode injection.QueueMode, sel string)
 // physical channels, past saturation: every invariant holds (packets and
 // credits conserved, buffers within capacity, no deadlock) and, under
 // deterministic routing with the policies that keep a flow in one queue,
-// every packet arrives in order.
+// every packet arrives in order. The adaptive physical runs also send
+// every injected packet on one lane (one_lane) from queues of two packets.
 func TestInjectionQueuesRun(t *testing.T) {
 	for _, p := range injection.SelectPolicies() {
 		for _, mode := range []injection.QueueMode{injection.Virtual, injection.Physical} {
@@ -41,9 +42,14 @@ func TestInjectionQueuesRun(t *testing.T) {
 			if p.FlowOrder {
 				routings = append(routings, "deterministic")
 			}
-			for _, r := range routings {
-				t.Run(fmt.Sprintf("%s/%s/%s", p.Name, mode, r), func(t *testing.T) {
+			for i, r := range routings {
+				oneLane := i == 0 && mode == injection.Physical // one FIFO per injection port
+				t.Run(fmt.Sprintf("%s/%s/%s/one-lane=%v", p.Name, mode, r, oneLane), func(t *testing.T) {
 					c := queuesNet(t, 4, 4, mode, p.Name)
+					c.NIC.InjectionQueues.OneLane = oneLane
+					if oneLane {
+						c.NIC.InjectionQueues.Capacity = 2 // and a stalling source
+					}
 					c.Routing.Mode = route.Mode(r)
 					c.NIC.Delivery.Mode = ""
 					c.Traffic.Load = 1.0
@@ -129,5 +135,52 @@ func TestInjectionQueuesRefused(t *testing.T) {
 				t.Fatalf("got %v, want an error naming nic.injection_queues", err)
 			}
 		})
+	}
+}
+
+// TestQueueCapacityStallsSource: with a bounded queue the source stalls
+// when the queue its packet picks is full, and its later packets wait
+// behind (paper 002 §2). Host 0 sends four packets to its +X neighbour,
+// then one to its -X neighbour, with lpath on physical channels: with
+// unbounded queues the -X packet starts at once on its own channel and
+// arrives before the second +X packet; with queues of one packet it waits
+// until the +X packets ahead of it have entered their queue, after the
+// second +X packet arrived.
+func TestQueueCapacityStallsSource(t *testing.T) {
+	arrivals := func(capacity int) (plusX []des.Time, minusX des.Time) {
+		c := queuesNet(t, 4, 4, injection.Physical, "lpath")
+		c.NIC.InjectionQueues.Capacity = capacity
+		s, err := model.NewSession(c.Topology, c.Routing, c.Fabric, c.NIC, 0, des.Millisecond, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, d := range []int{1, 1, 1, 1, 3} {
+			m := s.Net.NewMessage()
+			m.Src, m.Dst, m.Bytes = 0, d, 256
+			if i < 4 {
+				m.Done = func(_ *nic.Message, at des.Time) { plusX = append(plusX, at) }
+			} else {
+				m.Done = func(_ *nic.Message, at des.Time) { minusX = at }
+			}
+			s.Net.Send(m)
+		}
+		if err := s.RunUntil(des.Millisecond, nil); err != nil {
+			t.Fatal(err)
+		}
+		if iv := s.Invariants(); !iv.OK {
+			t.Fatalf("invariants: %v", iv.Violations)
+		}
+		if len(plusX) != 4 || minusX == 0 {
+			t.Fatalf("capacity %d: %d +X and -X at %v delivered", capacity, len(plusX), minusX)
+		}
+		return plusX, minusX
+	}
+	px, mx := arrivals(0)
+	if mx >= px[1] {
+		t.Errorf("unbounded queues: -X arrived at %v, not before the second +X at %v", mx, px[1])
+	}
+	px, mx = arrivals(1)
+	if mx <= px[1] {
+		t.Errorf("queues of one packet: -X arrived at %v, before the second +X at %v: the source did not stall", mx, px[1])
 	}
 }
