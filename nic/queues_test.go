@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/fabric/route"
 	"github.com/fabemu/fabemu/fabric/topo"
@@ -182,5 +183,35 @@ func TestQueueCapacityStallsSource(t *testing.T) {
 	px, mx = arrivals(1)
 	if mx <= px[1] {
 		t.Errorf("queues of one packet: -X arrived at %v, before the second +X at %v: the source did not stall", mx, px[1])
+	}
+}
+
+// TestInjectionQueuesEveryArchitecture: the extra injection ports work
+// with every switch architecture of the table that lets the fabric run the
+// injection links (all but recn, which is refused with a message).
+func TestInjectionQueuesEveryArchitecture(t *testing.T) {
+	for _, a := range fabric.Architectures() {
+		t.Run(a.Name, func(t *testing.T) {
+			c := queuesNet(t, 4, 4, injection.Virtual, "shp")
+			c.NIC.InjectionQueues.Capacity = 4
+			c.Fabric.Switch = a.Name
+			if a.Name == "iq" {
+				c.Fabric.OutputBuffer = 0
+			}
+			if a.NeedsDeterministic {
+				c.Routing.Mode = route.Deterministic
+				c.NIC.InjectionQueues.Select = "static"
+				_, err := model.NewSession(c.Topology, c.Routing, c.Fabric, c.NIC, 0, des.Microsecond, 0)
+				if err == nil || !strings.Contains(err.Error(), "one injection port per host") {
+					t.Fatalf("%s with 4 injection ports: %v, want a refusal", a.Name, err)
+				}
+				return
+			}
+			c.Traffic.Load = 1.0
+			c.Run.Warmup, c.Run.Duration = 2*des.Microsecond, 8*des.Microsecond
+			if s := runOK(t, c); s.Packets.Delivered == 0 {
+				t.Fatal("nothing delivered")
+			}
+		})
 	}
 }
