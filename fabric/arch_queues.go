@@ -108,7 +108,7 @@ func widestSwitch(f *Fabric) int {
 // if none has room). cands is scratch space.
 func (f *Fabric) selectAtArrival(ip *inPort, p *Packet, cands []route.Candidate) (int32, []route.Candidate) {
 	s := &f.sw[ip.sw]
-	cands = f.router.Candidates(s.ID, int(ip.port), int(p.VL), int(p.Dst), cands[:0])
+	cands = f.router.Candidates(s.ID, s.routePort(int(ip.port)), int(p.VL), int(p.Dst), cands[:0])
 	if len(cands) == 1 {
 		return cands[0].Port, cands
 	}

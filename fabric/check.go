@@ -61,7 +61,7 @@ func (f *Fabric) deadlockReport() *DeadlockReport {
 				if p == nil {
 					continue
 				}
-				cands = f.router.Candidates(s, pi, int(p.inVL), int(p.Dst), cands[:0])
+				cands = f.router.Candidates(s, sw.routePort(pi), int(p.inVL), int(p.Dst), cands[:0])
 				var waits []string
 				for _, c := range cands {
 					waits = append(waits, f.arch.waitsFor(&f.out[sw.out[c.Port]], int(c.VL), f.blocks(p.Size)))
@@ -159,6 +159,9 @@ func (f *Fabric) LinkUtilisation() (mean, max float64) {
 	}
 	n := 0
 	for i := range f.out {
+		if f.injp != nil && f.extraPort(&f.out[i]) {
+			continue // an extra injection port: the topology's links only
+		}
 		u := float64(f.out[i].busyTime) / float64(now)
 		mean += u
 		if u > max {

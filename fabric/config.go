@@ -31,6 +31,15 @@ type Config struct {
 	// RECNIQ holds the parameters of the recn-iq switch (arch_recniq.go);
 	// other architectures ignore it.
 	RECNIQ RECNIQConfig `yaml:"recn_iq,omitempty" json:"recn_iq,omitzero"`
+	// InjectionPorts is the number of injection ports per host (paper
+	// 002 §2; 0 or 1: one) and InjectionShared makes them virtual
+	// channels of one link. The session sets both from
+	// nic.injection_queues; they are not configured here.
+	InjectionPorts  int  `yaml:"-" json:"-"`
+	InjectionShared bool `yaml:"-" json:"-"`
+	// InjectionOneLane sends every injected packet on lane 0, so each
+	// injection port's input buffer is one FIFO (nic.injection_queues.one_lane).
+	InjectionOneLane bool `yaml:"-" json:"-"`
 }
 
 // DefaultConfig is the IBA model of paper 004 §4.1: 1X links (2.5 Gb/s,

@@ -234,6 +234,11 @@ type Switch struct {
 	// crossbar input is idle: the ports an allocator must try (switches
 	// of up to 64 ports; wider ones try every port).
 	ready uint64
+	// nTopo is the number of ports the topology gives the switch; ports
+	// from nTopo on are extra injection ports of its hosts, which the
+	// router knows as injAs[pi-nTopo] (inject_ports.go).
+	nTopo int
+	injAs []int32
 }
 
 // Stats are fabric-wide counters.
@@ -279,6 +284,9 @@ type Fabric struct {
 	// inj, when set by the architecture, runs the hosts' injection links
 	// (recn's NIC SAQs); otherwise transmit sends the NIC's head itself.
 	inj injector
+	// injp, when hosts have several injection ports, holds them
+	// (inject_ports.go); nil for one.
+	injp *injPorts
 
 	pool   []*Packet
 	nextID uint64
@@ -320,6 +328,9 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 	f.xbarRate = int64(float64(f.dataRate) * cfg.CrossbarSpeedup)
 	f.room.f, f.room.arch = f, f.arch
 	f.injCands = r.InjectionCandidates(nil)
+	if cfg.InjectionOneLane { // paper 002 §2: the injection port is one FIFO
+		f.injCands = f.injCands[len(f.injCands)-1:]
+	}
 	maxBlocks := f.blocks(int32(maxPacket))
 	split := func(what string, total int64) ([]int32, error) {
 		caps := make([]int32, f.nVL)
@@ -431,6 +442,11 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 			}
 		}
 	}
+	if cfg.InjectionPorts > 1 {
+		if err := f.addInjectionPorts(cfg.InjectionPorts, cfg.InjectionShared, nQueues, outCaps, newLanes, inCaps, nicCaps, connect); err != nil {
+			return nil, err
+		}
+	}
 	// Injection ports, and the outputs of switches that buffer at their
 	// outputs, take returning credits lazily (outPort.lazy); the outputs
 	// of switches whose crossbar feeds the link wake their allocator on
@@ -445,7 +461,7 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 		if ip.sw >= 0 {
 			ip.rev = f.sw[ip.sw].out[ip.port]
 		} else {
-			ip.rev = f.hostOut[ip.host]
+			ip.rev = f.hostReverse(int(ip.host), int(ip.port))
 		}
 		f.out[ip.rev].creditFor = int32(i)
 	}
@@ -494,7 +510,13 @@ func (f *Fabric) FreePacket(p *Packet) {
 }
 
 // Kick tells the fabric that host h may have a packet to inject.
-func (f *Fabric) Kick(h int) { f.transmit(f.hostOut[h]) }
+func (f *Fabric) Kick(h int) {
+	if f.injp != nil {
+		f.kickHost(h)
+		return
+	}
+	f.transmit(f.hostOut[h])
+}
 
 // Handle dispatches the fabric's events.
 func (f *Fabric) Handle(ev *des.Event) {
@@ -598,7 +620,7 @@ func (f *Fabric) markReady(ip *inPort) {
 // still for p.
 func (f *Fabric) headCandidates(s *Switch, pi int, q *queue, p *Packet) []route.Candidate {
 	if q.candsFor != p {
-		q.cands = f.router.Candidates(s.ID, pi, int(p.inVL), int(p.Dst), q.cands[:0])
+		q.cands = f.router.Candidates(s.ID, s.routePort(pi), int(p.inVL), int(p.Dst), q.cands[:0])
 		q.candsFor = p
 	}
 	return q.cands
@@ -712,7 +734,18 @@ func (f *Fabric) transmit(oi int32) {
 		f.inj.inject(oi, o, start)
 		return
 	}
-	p := f.ep.Peek(int(o.host))
+	var p *Packet
+	if f.injp == nil {
+		p = f.ep.Peek(int(o.host))
+	} else {
+		var busy bool
+		if f.injp.shared {
+			if busy, start = f.sharedBusy(o, start); busy {
+				return // the physical link is another virtual channel's
+			}
+		}
+		p = f.peekHost(o)
+	}
 	if p == nil {
 		return
 	}
@@ -728,7 +761,12 @@ func (f *Fabric) transmit(oi int32) {
 		return
 	}
 	best := int(f.injCands[c].VL)
-	f.ep.Pop(int(o.host), start)
+	if f.injp == nil {
+		f.ep.Pop(int(o.host), start)
+	} else {
+		f.popHost(o, start)
+		f.injectedOn(o)
+	}
 	p.Inject = start
 	p.tailAt = start
 	f.Stats.Injected++
@@ -743,7 +781,11 @@ func (f *Fabric) linkFree(oi int32, vl int, blocks int32) {
 		f.arch.linkDone(o, vl, blocks)
 	}
 	o.epoch++
-	f.transmit(oi)
+	if f.injp != nil && f.injp.shared && o.host >= 0 {
+		f.kickHost(int(o.host)) // the shared link is free for every virtual channel
+	} else {
+		f.transmit(oi)
+	}
 	if o.sw >= 0 {
 		f.alloc.arbitrate(&f.sw[o.sw])
 	}

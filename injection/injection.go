@@ -28,6 +28,10 @@
 // owns the connections and tells each connection's State what happened
 // (injections, ACKs, NACKs); the State answers MayInject. The NIC asks
 // its Gate (control.go) before every data packet, in every delivery mode.
+//
+// A third table holds the injection-queue selection policies of paper 002
+// §2 (queues.go: sh, shp, lpath, static), which place each new packet in
+// one of a NIC's injection queues.
 package injection
 
 import (

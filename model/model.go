@@ -58,6 +58,7 @@ type RunConfig struct {
 	Duration des.Time `yaml:"duration" json:"duration" unit:"time" doc:"simulated time measured after the warm-up"`
 	Warmup   des.Time `yaml:"warmup" json:"warmup" unit:"time" doc:"simulated time before measurement starts (statistics ignore it)"`
 	Bin      des.Time `yaml:"bin" json:"bin" unit:"time" doc:"width of a time-series bin; 0 = one fiftieth of the measured duration"`
+	Drain    des.Time `yaml:"drain" json:"drain,omitzero" unit:"time" doc:"after warm-up + duration the sources stop and the run goes on until every generated packet is delivered, at most this long; the summary gives the time of the last delivery (0 = no drain: the run ends at warm-up + duration)" paper:"001 §4.3 (bursty load: simulation goes on until all messages arrive)"`
 }
 
 // TrafficConfig describes a synthetic workload. It lives with the presets
@@ -95,6 +96,9 @@ func (c *SimConfig) Validate() error {
 	}
 	if c.Run.Warmup < 0 || c.Run.Bin < 0 {
 		return fmt.Errorf("run.warmup and run.bin must not be negative")
+	}
+	if c.Run.Drain < 0 {
+		return fmt.Errorf("run.drain %v: must not be negative", c.Run.Drain)
 	}
 	if c.Traffic.Load < 0 {
 		return fmt.Errorf("traffic.load %g: must not be negative", c.Traffic.Load)

@@ -7,6 +7,7 @@ import (
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/fabric/route"
 	"github.com/fabemu/fabemu/fabric/topo"
+	"github.com/fabemu/fabemu/injection"
 	"github.com/fabemu/fabemu/nic"
 )
 
@@ -52,12 +53,33 @@ func NewSessionVia(tc topo.Config, rc route.Config, fc fabric.Config, nc nic.Con
 	if via != nil {
 		ep = via(nw)
 	}
+	if err := nic.CheckQueues(nc, t, r.Mode() == route.Deterministic || nc.Delivery.Mode == nic.DeliveryDeterministic); err != nil {
+		return nil, err
+	}
+	if q := nc.InjectionQueues; q.Count > 1 { // paper 002 §2: a port per queue
+		fc.InjectionPorts, fc.InjectionShared = q.Count, q.Mode == injection.Virtual
+	}
+	fc.InjectionOneLane = nc.InjectionQueues.OneLane
 	f, err := fabric.New(eng, fc, t, r, nc.MaxPacket(), ep)
 	if err != nil {
 		return nil, err
 	}
 	nw.Attach(f)
 	return &Session{Eng: eng, Topo: t, Router: r, Fabric: f, Net: nw, Metrics: m}, nil
+}
+
+// Drain runs on after the sources stopped until every packet generated
+// has been delivered or the engine reaches limit, in slices of step. It
+// returns the time of the last delivery and whether everything was
+// delivered.
+func (s *Session) Drain(limit, step des.Time) (des.Time, bool, error) {
+	for s.Metrics.AllDelivered < s.Net.Generated && s.Eng.Now() < limit {
+		s.Eng.RunUntil(min(s.Eng.Now()+step, limit))
+		if s.Fabric.Deadlock != nil {
+			return s.Metrics.LastDelivered, false, s.Fabric.Deadlock
+		}
+	}
+	return s.Metrics.LastDelivered, s.Metrics.AllDelivered >= s.Net.Generated, nil
 }
 
 // Progress is called now and then during a run with the simulated time

@@ -115,10 +115,15 @@ func (nw *Network) admit(h int, p *fabric.Packet) bool {
 	return false
 }
 
-// Handle is the gate's wake-up: NIC h asks the fabric to look at its
-// queue again.
+// Handle runs the Network's events: the gate's wake-up, and the kick
+// after a stalled source queued packets (queues.go); either way NIC h
+// asks the fabric to look at its queues again.
 func (nw *Network) Handle(ev *des.Event) {
 	h := int(ev.A)
+	if ev.Op == opQueueKick {
+		nw.fab.Kick(h)
+		return
+	}
 	if nw.gate.wakeAt[h] != ev.At {
 		return // superseded by an earlier wake-up, which already looked
 	}

@@ -27,6 +27,7 @@ type Metrics struct {
 	Hops          hist.Hist
 	MsgLatency    hist.Hist // message generation to last packet, ps
 	AllDelivered  uint64    // over the whole run
+	LastDelivered des.Time  // when the last packet was delivered
 	AllOutOfOrder uint64
 
 	// Over the whole run, per bin of BinWidth.
@@ -64,6 +65,7 @@ func (m *Metrics) generated(msg *Message, packets, headerBytes int, at des.Time)
 
 func (m *Metrics) delivered(p *fabric.Packet, at des.Time, inOrder bool) {
 	m.AllDelivered++
+	m.LastDelivered = at
 	if !inOrder {
 		m.AllOutOfOrder++
 	}

@@ -30,11 +30,15 @@ type Config struct {
 	// InjectionControl is the NIC-level injection gate of papers 001 and
 	// 002, consulted in every delivery mode (control.go).
 	InjectionControl injection.ControlConfig `yaml:"injection_control" json:"injection_control,omitzero"`
+	// InjectionQueues is the injection interface of paper 002 §2
+	// (queues.go).
+	InjectionQueues injection.QueuesConfig `yaml:"injection_queues" json:"injection_queues,omitzero"`
 }
 
 // DefaultConfig is a 256-byte MTU with the IB headers (paper 004 §4.1).
 func DefaultConfig() Config {
-	return Config{MTU: 256, HeaderBytes: 26, Delivery: DefaultDeliveryConfig(), InjectionControl: injection.DefaultControlConfig()}
+	return Config{MTU: 256, HeaderBytes: 26, Delivery: DefaultDeliveryConfig(), InjectionControl: injection.DefaultControlConfig(),
+		InjectionQueues: injection.DefaultQueuesConfig()}
 }
 
 // Validate checks the configuration on its own.
@@ -46,6 +50,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("nic.header_bytes %v: want 0..512", c.HeaderBytes)
 	}
 	if err := c.InjectionControl.Validate(); err != nil {
+		return err
+	}
+	if err := c.validateQueues(); err != nil {
 		return err
 	}
 	return c.Delivery.Validate()
@@ -166,6 +173,9 @@ type Network struct {
 	order *orderMeters
 	// gate is the injection control (control.go), nil without one.
 	gate *gateState
+	// iq holds the injection queues beyond the first (queues.go); nil
+	// with one queue.
+	iq *queueState
 	// ControlNote says which default the injection control took when the
 	// topology is not in its paper's table; empty otherwise.
 	ControlNote string
@@ -217,6 +227,9 @@ func (nw *Network) Mode() DeliveryMode { return nw.mode }
 // configuration rules out.
 func (nw *Network) Attach(f *fabric.Fabric) {
 	nw.fab = f
+	if err := nw.attachQueues(f); err != nil {
+		panic(fmt.Sprintf("nic: %v", err))
+	}
 	if err := nw.attachControl(f); err != nil {
 		panic(fmt.Sprintf("nic: %v", err))
 	}
@@ -259,6 +272,11 @@ func (nw *Network) Send(m *Message) {
 		p.Seq = h.nextSeq.get(p.Dst)
 		h.nextSeq.set(p.Dst, p.Seq+1)
 		p.Ref = m
+		if nw.iq != nil {
+			nw.iq.push(nw, m.Src, p)
+			wasEmpty = true // the fabric looks at every queue of the host
+			continue
+		}
 		h.injQ.push(p)
 	}
 	nw.Generated += uint64(n)
@@ -273,9 +291,10 @@ func (nw *Network) Send(m *Message) {
 // least, to start every packet now waiting in its injection queue: their
 // serialization times back to back. A packet queued behind them cannot
 // start before that. It returns -1 when end-to-end delivery control
-// schedules connections itself (the queue is then not one FIFO).
+// schedules connections itself or the NIC has several injection queues
+// (the queue is then not one FIFO).
 func (nw *Network) QueueDrainTime(h int) des.Time {
-	if nw.del != nil {
+	if nw.del != nil || nw.iq != nil {
 		return -1
 	}
 	return nw.fab.SerializationTime(int(nw.hosts[h].queuedWire))
@@ -307,6 +326,9 @@ func (nw *Network) Pop(h int, at des.Time) {
 	p := nw.hosts[h].injQ.pop()
 	nw.hosts[h].queuedWire -= int64(p.Size)
 	nw.Queued--
+	if nw.iq != nil {
+		nw.iq.popped(nw, h)
+	}
 }
 
 // Deliver implements fabric.Endpoint: the packet's tail reached host h.

@@ -83,6 +83,15 @@ RECN-IQ).
 	return writeMechanisms(w, true)
 }
 
+// queueSelects lists the injection-queue selection policies (paper 002 §2).
+func queueSelects() []mechanism {
+	var ms []mechanism
+	for _, p := range injection.SelectPolicies() {
+		ms = append(ms, mechanism{p.Name, p.Source, p.Description})
+	}
+	return ms
+}
+
 // mechanism is one named entry of a model table: what a configuration
 // key may name.
 type mechanism struct{ name, source, description string }
@@ -110,6 +119,7 @@ func writeMechanisms(w io.Writer, markdown bool) error {
 	}{
 		{"fabric.switch", archs}, {"fabric.allocator", allocs},
 		{"routing.escape", escapes}, {"nic.delivery.injection.policy", policies},
+		{"nic.injection_queues.select", queueSelects()},
 	}
 	var b strings.Builder
 	if markdown {

@@ -69,6 +69,8 @@ var goldenRuns = []struct {
 	{"sim-min16-cioq2q-hotspot", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.hosts=16", "--set", "fabric.switch=cioq-2q", "--set", "fabric.output_buffer=4KiB", "--pattern", "hotspot:0.1@6", "--sizes", "256", "--load", "1.0", "--duration", "15us", "--warmup", "2us"}},
 	// MIN of RECN-IQ switches (paper 003 ch. 3, the thesis' 4 KB inputs and thresholds), hot spot
 	{"sim-min64-recniq-hotspot", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.hosts=64", "--set", "fabric.switch=recn-iq", "--pattern", "hotspot", "--load", "0.8", "--duration", "20us", "--warmup", "5us"}},
+	// four injection queues per NIC on physical links, longest-path-first selection (paper 002 §2), past saturation
+	{"sim-torus16x16-4q-physical-lpath", []string{"sim", "--preset", "paper002-torus16x16", "--load", "1.0", "--set", "nic.injection_queues.count=4", "--set", "nic.injection_queues.mode=physical", "--set", "nic.injection_queues.select=lpath", "--duration", "15us", "--warmup", "5us"}},
 	// trace replay of the embedded sample, deterministic and adaptive-inorder
 	{"replay-sample-det", []string{"replay", "--limit", "2000", "--compression", "20"}},
 	{"replay-sample-inorder", []string{"replay", "--limit", "2000", "--compression", "20", "--delivery", "adaptive-inorder", "--reorder", "dynamic:256KiB,cap=128KiB", "--injection", "li"}},

@@ -146,6 +146,13 @@ func writeSimTable(w io.Writer, s *synth.Summary, notes []model.Note) {
 	res.Add("packets generated / delivered", fmt.Sprintf("%s / %s", report.FormatUint(p.Generated), report.FormatUint(p.Delivered)), "")
 	res.Add("in flight / queued at sources", fmt.Sprintf("%s / %s", report.FormatUint(p.InFlight), report.FormatUint(p.QueuedAtSources)), "")
 	res.Add("delivered out of order", report.FormatUint(p.OutOfOrder), "packets")
+	if d := s.Drain; d != nil {
+		what := "ns: every packet delivered"
+		if !d.AllDelivered {
+			what = fmt.Sprintf("ns: run.drain reached with %d packets undelivered", d.Undelivered)
+		}
+		res.Add("drain: last delivery at", report.FormatFloat(d.LastDeliveryNs, 6), what)
+	}
 	secs := []report.Section{cfgSec, res}
 	if del, ok := deliverySection(s.DeliveryReport); ok {
 		secs = append(secs, del)

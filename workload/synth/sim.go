@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/fabemu/fabemu/fabric"
+	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic"
@@ -54,6 +55,22 @@ type Summary struct {
 	// exhaustion); absent for other switch architectures.
 	RECNIQ *fabric.RECNIQReport `json:"recn_iq,omitempty"`
 	Run    *model.RunInfo       `json:"run,omitempty"`
+	// Drain is what the drain after the sources stopped found
+	// (run.drain); absent without one.
+	Drain *Drain `json:"drain,omitempty"`
+}
+
+// Drain is the end of a run that goes on until everything generated is
+// delivered (paper 001 §4.3's bursty load: "simulation goes on until all
+// messages arrive to their destinations").
+type Drain struct {
+	// LastDeliveryNs is when the last packet was delivered: the time to
+	// deliver every message when AllDelivered.
+	LastDeliveryNs float64 `json:"last_delivery_ns"`
+	AllDelivered   bool    `json:"all_delivered"`
+	// Undelivered counts the packets still on their way when the bound
+	// (run.drain) was reached.
+	Undelivered uint64 `json:"undelivered"`
 }
 
 // Bin is one time-series bin over the whole run, warm-up included.
@@ -82,8 +99,16 @@ func RunSim(cfg model.SimConfig, progress model.Progress) (*Summary, error) {
 	start := time.Now()
 	syn.start()
 	runErr := s.RunUntil(end, progress)
+	var drain *Drain
+	if runErr == nil && cfg.Run.Drain > 0 {
+		last, all, err := s.Drain(end+cfg.Run.Drain, max(cfg.Run.Bin, des.Microsecond))
+		runErr = err
+		drain = &Drain{LastDeliveryNs: last.Nanoseconds(), AllDelivered: all,
+			Undelivered: s.Net.Generated - s.Metrics.AllDelivered}
+	}
 	wall := time.Since(start).Seconds()
 	sum := summarize(s, cfg, syn.active)
+	sum.Drain = drain
 	sum.Run = &model.RunInfo{WallSeconds: wall, Events: s.Eng.Fired(),
 		EventsPerSecond:           float64(s.Eng.Fired()) / wall,
 		DeliveredPacketsPerSecond: float64(s.Fabric.Stats.Delivered) / wall}
@@ -127,7 +152,7 @@ func summarize(s *model.Session, cfg model.SimConfig, active int) *Summary {
 	sum.Hops = s.Hops()
 	sum.LinkUtilisation = s.LinkUtilisation()
 	sum.Invariants = s.Invariants()
-	sum.Timeseries = timeseries(s, active, capBytesPerNs)
+	sum.Timeseries = timeseries(s, active, capBytesPerNs, cfg.Run.Drain > 0)
 	sum.DeliveryReport = s.DeliveryReport()
 	sum.RECN = s.Fabric.RECN(m.BinWidth, len(sum.Timeseries))
 	sum.RECNIQ = s.Fabric.RECNIQ(m.BinWidth, len(sum.Timeseries))
@@ -138,9 +163,12 @@ func summarize(s *model.Session, cfg model.SimConfig, active int) *Summary {
 }
 
 // timeseries turns the metric bins into loads per bin.
-func timeseries(s *model.Session, active int, capBytesPerNs float64) []Bin {
+func timeseries(s *model.Session, active int, capBytesPerNs float64, drained bool) []Bin {
 	m := s.Metrics
 	n := int((m.End + m.BinWidth - 1) / m.BinWidth)
+	if drained { // the bins of the drain too
+		n = max(n, int((s.Eng.Now()+m.BinWidth-1)/m.BinWidth))
+	}
 	binNs := m.BinWidth.Nanoseconds()
 	at := func(xs []int64, i int) float64 {
 		if i < len(xs) {
