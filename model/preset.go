@@ -163,6 +163,9 @@ func Presets() []Preset {
 		{"ib-edr-torus8x8", "8x8 torus, one host per switch, dimension-order routing, InfiniBand EDR 4x links (100 Gb/s of data), 4096-byte MTU, 256 KB buffers: 64 hosts of live TAP traffic",
 			"InfiniBand EDR 4x (IBTA Vol. 2 rel. 1.3); fabemu daemon (docs/daemon.md)",
 			ibLive(with(base(), func(c *SimConfig) { c.Topology = torus([]int{8, 8}, 1) }), 103_125_000_000)},
+		{"ib-sdr-pair", "two hosts on two switches joined by one link, InfiniBand SDR 4x links (10 Gb/s signalling, 8 Gb/s of data, 8b/10b), 4096-byte MTU, 256 KB buffers: the live-traffic family at a rate a 2-core machine runs in real time (fabemu run --demo 2)",
+			"InfiniBand SDR 4x (IBTA Vol. 2 rel. 1.0); fabemu daemon (docs/daemon.md)",
+			ibCoded(ibLive(with(base(), func(c *SimConfig) { c.Topology = meshNet([]int{2}, 1) }), 10_000_000_000), "8b10b")},
 		{"ib-hdr-pair", "two hosts on two switches joined by one link, InfiniBand HDR 4x links (200 Gb/s of data, 64b/66b), 4096-byte MTU, 256 KB buffers: today's hardware for live TAP traffic",
 			"InfiniBand HDR 4x (IBTA Vol. 2 rel. 1.4); fabemu daemon (docs/daemon.md)",
 			ibLive(with(base(), func(c *SimConfig) { c.Topology = meshNet([]int{2}, 1) }), 206_250_000_000)},
@@ -212,6 +215,8 @@ func ibLive(c SimConfig, rate int64) SimConfig {
 	c.Traffic.Load = 0.05
 	return c
 }
+
+func ibCoded(c SimConfig, coding string) SimConfig { c.Fabric.LineCoding = coding; return c }
 
 // tapFabric sets a fabric fast enough to carry live TAP traffic: 10 Gb/s
 // links without line-code overhead, the largest InfiniBand MTU (a 1514-byte
