@@ -2,7 +2,9 @@ package tap
 
 import (
 	"crypto/sha256"
+	"errors"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -10,6 +12,9 @@ import (
 	"time"
 
 	"github.com/fabemu/fabemu/internal/netnsutil"
+	"github.com/fabemu/fabemu/nic/ether"
+	"github.com/fabemu/fabemu/nic/vnet"
+	"go.uber.org/zap"
 )
 
 // TestOffloadTCP sends 16 MiB of pseudo-random data over TCP between two
@@ -99,5 +104,32 @@ func TestOffloadTCP(t *testing.T) {
 				t.Errorf("B refused frames: %+v", st)
 			}
 		})
+	}
+}
+
+// TestCheckSize: a super-frame may carry a whole IP packet (65535 bytes)
+// whatever the MTU; any other frame is held to the MTU.
+func TestCheckSize(t *testing.T) {
+	d := &Device{log: zap.NewNop()}
+	d.mtu.Store(1500)
+	d.mtuNext.Store(math.MaxInt64) // never ask the kernel: there is no device
+	gso := vnet.Header{GSOType: vnet.GSOTCPv4, GSOSize: 1448}
+	for _, tc := range []struct {
+		n    int
+		off  vnet.Header
+		long bool
+	}{
+		{14 + 1500, vnet.Header{}, false},
+		{14 + 1501, vnet.Header{}, true},
+		{14 + 65535, gso, false},
+		{14 + 65536, gso, true},
+	} {
+		_, err := d.checkSize(make([]byte, tc.n), tc.off)
+		if got := errors.Is(err, ether.ErrTooLong); got != tc.long || (err != nil && !got) {
+			t.Errorf("%d bytes, offload %+v: %v", tc.n, tc.off, err)
+		}
+	}
+	if b := vnet.HeaderLen + ether.MaxFrameLen(maxSuperPayload) + 1; b <= 14+65535+vnet.HeaderLen {
+		t.Errorf("buffer of %d bytes cannot hold the largest super-frame", b)
 	}
 }

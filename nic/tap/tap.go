@@ -207,7 +207,7 @@ func Create(cfg Config) (d *Device, err error) {
 	if d.offload {
 		d.hdroom = vnet.HeaderLen
 	}
-	d.bufLen = d.hdroom + ether.MaxFrameLen(MaxMTU) + 1
+	d.bufLen = d.hdroom + ether.MaxFrameLen(maxSuperPayload) + 1
 	d.pool = frameport.NewPoolHeadroom(d, d.bufLen, d.hdroom)
 	d.segBuf = make([]byte, 0, d.bufLen)
 
@@ -451,17 +451,22 @@ func setOffload(f *os.File) error {
 	return errors.Join(err, ioErr)
 }
 
+// maxSuperPayload is the longest payload of a super-frame: one IP packet
+// (its 16-bit total length). It also sizes every frame buffer, which is
+// thus larger than the longest frame of any MTU.
+const maxSuperPayload = 65535
+
 // mtuRecheck bounds how often a frame too long for the cached MTU makes
 // the device ask the kernel for its current MTU.
 const mtuRecheck = 100 * time.Millisecond
 
-// checkSize validates frame against the device's MTU, or against MaxMTU
-// for a super-frame. A frame too long for the cached MTU makes it ask the
+// checkSize validates frame against the device's MTU, or against
+// maxSuperPayload for a super-frame. A frame too long for the cached MTU makes it ask the
 // kernel (at most every mtuRecheck): an MTU raised at runtime (ip link
 // set mtu) is then followed instead of black-holing larger frames.
 func (d *Device) checkSize(frame []byte, off vnet.Header) (ether.Header, error) {
 	if off.IsGSO() {
-		return ether.Validate(frame, MaxMTU)
+		return ether.Validate(frame, maxSuperPayload)
 	}
 	h, err := ether.Validate(frame, int(d.mtu.Load()))
 	if !errors.Is(err, ether.ErrTooLong) {
