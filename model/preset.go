@@ -9,6 +9,7 @@ import (
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/fabric/route"
 	"github.com/fabemu/fabemu/fabric/topo"
+	"github.com/fabemu/fabemu/internal/units"
 	"github.com/fabemu/fabemu/nic"
 )
 
@@ -153,6 +154,21 @@ func Presets() []Preset {
 				c.Fabric.InputBuffer = 4 * 2304
 				c.Fabric.OutputBuffer = 4 * 2304
 			})},
+		{"ib-edr-pair", "two hosts on two switches joined by one link, InfiniBand EDR 4x links (100 Gb/s of data, 64b/66b), 4096-byte MTU, 256 KB buffers: today's hardware for live TAP traffic",
+			"InfiniBand EDR 4x (IBTA Vol. 2 rel. 1.3); fabemu daemon (docs/daemon.md)",
+			ibLive(with(base(), func(c *SimConfig) { c.Topology = meshNet([]int{2}, 1) }), 103_125_000_000)},
+		{"ib-edr-square", "2x2 mesh, 2 hosts per switch, InfiniBand EDR 4x links (100 Gb/s of data), 4096-byte MTU, 256 KB buffers: two minimal paths between opposite corners for live TAP traffic",
+			"InfiniBand EDR 4x (IBTA Vol. 2 rel. 1.3); fabemu daemon (docs/daemon.md)",
+			ibLive(with(base(), func(c *SimConfig) { c.Topology = meshNet([]int{2, 2}, 2) }), 103_125_000_000)},
+		{"ib-edr-torus8x8", "8x8 torus, one host per switch, dimension-order routing, InfiniBand EDR 4x links (100 Gb/s of data), 4096-byte MTU, 256 KB buffers: 64 hosts of live TAP traffic",
+			"InfiniBand EDR 4x (IBTA Vol. 2 rel. 1.3); fabemu daemon (docs/daemon.md)",
+			ibLive(with(base(), func(c *SimConfig) { c.Topology = torus([]int{8, 8}, 1) }), 103_125_000_000)},
+		{"ib-sdr-pair", "two hosts on two switches joined by one link, InfiniBand SDR 4x links (10 Gb/s signalling, 8 Gb/s of data, 8b/10b), 4096-byte MTU, 256 KB buffers: the live-traffic family at a rate a 2-core machine runs in real time (fabemu run --demo 2)",
+			"InfiniBand SDR 4x (IBTA Vol. 2 rel. 1.0); fabemu daemon (docs/daemon.md)",
+			ibCoded(ibLive(with(base(), func(c *SimConfig) { c.Topology = meshNet([]int{2}, 1) }), 10_000_000_000), "8b10b")},
+		{"ib-hdr-pair", "two hosts on two switches joined by one link, InfiniBand HDR 4x links (200 Gb/s of data, 64b/66b), 4096-byte MTU, 256 KB buffers: today's hardware for live TAP traffic",
+			"InfiniBand HDR 4x (IBTA Vol. 2 rel. 1.4); fabemu daemon (docs/daemon.md)",
+			ibLive(with(base(), func(c *SimConfig) { c.Topology = meshNet([]int{2}, 1) }), 206_250_000_000)},
 		{"tap-pair-10g", "two switches joined by one link, 2 hosts each, 10 Gb/s links, 4096-byte MTU, 64 KB buffers: a fast fabric for live TAP traffic (one path)",
 			"fabemu daemon tests and benchmark (docs/daemon.md)",
 			tapFabric(with(base(), func(c *SimConfig) { c.Topology = meshNet([]int{2}, 2) }))},
@@ -181,6 +197,26 @@ func meshNet(k []int, hosts int) topo.Config {
 	t.K, t.HostsPerSwitch, t.Ports = k, hosts, 0
 	return t
 }
+
+// ibLive sets a fabric of today's InfiniBand for live TAP traffic: 4x
+// links signalling at rate bits/s with the 64b/66b line code (EDR: 4 x
+// 25.78125 Gb/s, 100 Gb/s of data; HDR: 200 Gb/s of data), the largest
+// InfiniBand MTU, and buffers of 64 such packets, so a 64 KB super-frame
+// from a TAP with offloads fits in every buffer on its path.
+func ibLive(c SimConfig, rate int64) SimConfig {
+	c.Fabric.LinkRate = units.BitRate(rate)
+	c.Fabric.LineCoding = "64b66b"
+	c.Fabric.LinkLength = 2
+	c.Fabric.InputBuffer = 256 * 1024
+	c.Fabric.OutputBuffer = 256 * 1024
+	c.Fabric.NICBuffer = 256 * 1024
+	c.NIC.MTU = 4096
+	c.Traffic.Sizes = "4096"
+	c.Traffic.Load = 0.05
+	return c
+}
+
+func ibCoded(c SimConfig, coding string) SimConfig { c.Fabric.LineCoding = coding; return c }
 
 // tapFabric sets a fabric fast enough to carry live TAP traffic: 10 Gb/s
 // links without line-code overhead, the largest InfiniBand MTU (a 1514-byte

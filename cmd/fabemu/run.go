@@ -336,6 +336,17 @@ func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	// The demo says what bounds its throughput: measured on a throwaway
+	// copy of the model before the devices exist, so it adds no lag.
+	var bound string
+	if demo {
+		if m, err := cfg.ResolveModel(); err == nil {
+			if b, err := emu.MeasureBound(m, 200*time.Millisecond); err == nil {
+				bound = b.String()
+			}
+		}
+	}
+
 	e, err := emu.New(cfg, log)
 	if err != nil {
 		return err
@@ -383,7 +394,7 @@ func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo
 		log.Info("metrics listening", zap.String("addr", "http://"+metricsLn.Addr().String()+"/metrics"))
 	}
 	if demo {
-		printDemo(out, cfg)
+		printDemo(out, cfg, bound)
 	}
 
 	<-ctx.Done()
@@ -412,8 +423,11 @@ func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo
 	return nil
 }
 
-func printDemo(w io.Writer, cfg emu.RunConfig) {
+func printDemo(w io.Writer, cfg emu.RunConfig, bound string) {
 	fmt.Fprintf(w, "fabemu demo: %d hosts on preset %s\n", len(cfg.TAPs), cfg.Model.Preset)
+	if bound != "" {
+		fmt.Fprintf(w, "%s\n", bound)
+	}
 	for _, t := range cfg.TAPs {
 		fmt.Fprintf(w, "  %-10s netns %-12s %s\n", t.Name, t.Netns, strings.Join(t.Addrs, " "))
 	}

@@ -490,7 +490,8 @@ func (e *Emulator) delivered(m *nic.Message, at des.Time) {
 	q := tag.dst
 	nf := q.dev.NewFrame()
 	nf.Data = append(nf.Data, tag.ref.f.Data...)
-	nf.At = time.Now() // the writer measures its queue and write from here
+	nf.Offload = tag.ref.f.Offload // a super-frame stays one; the destination segments it if it must
+	nf.At = time.Now()             // the writer measures its queue and write from here
 	tag.ref.src.tModel.Add(int64(t0.Sub(tag.ref.in)))
 	tag.ref.src.tEgress.Add(int64(nf.At.Sub(t0)))
 	reordered := tag.seq+1 < st.high

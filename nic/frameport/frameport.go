@@ -51,6 +51,7 @@ import (
 
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/nic/ether"
+	"github.com/fabemu/fabemu/nic/vnet"
 )
 
 // Port is one frame port: a source and sink of Ethernet frames attached to
@@ -110,9 +111,26 @@ type Frame struct {
 	Header ether.Header
 	// Port is the port the frame was read from or allocated by.
 	Port Port
+	// Offload is the frame's virtio_net_hdr when it was read from a port
+	// with offloads (a TCP super-frame to segment, a checksum to
+	// complete), or the zero Header. A consumer that copies Data into
+	// another port's frame copies Offload with it; the destination port
+	// passes it to its sink or does the work itself.
+	Offload vnet.Header
 
 	pool *Pool
 	buf  []byte
+}
+
+// Headroom returns the frame with n bytes of its buffer in front of
+// Data (to write a header there without copying; its capacity reaches the
+// buffer's end), or nil if Data does not start n bytes into the frame's
+// buffer.
+func (f *Frame) Headroom(n int) []byte {
+	if n < 0 || n >= len(f.buf) || cap(f.Data) != cap(f.buf)-n || (len(f.Data) > 0 && &f.buf[n] != &f.Data[0]) {
+		return nil
+	}
+	return f.buf[:n+len(f.Data)]
 }
 
 // Release returns f's buffer to its pool. f must not be used afterwards.
@@ -120,7 +138,7 @@ type Frame struct {
 // nothing.
 func (f *Frame) Release() {
 	p := f.pool
-	f.Data, f.Port, f.At, f.Header, f.pool = nil, nil, time.Time{}, ether.Header{}, nil
+	f.Data, f.Port, f.At, f.Header, f.Offload, f.pool = nil, nil, time.Time{}, ether.Header{}, vnet.Header{}, nil
 	if p != nil {
 		p.held.Add(-1)
 		p.p.Put(f)
@@ -130,10 +148,11 @@ func (f *Frame) Release() {
 // Pool hands out the frames of one port, each with a buffer of a fixed
 // size, and counts the frames taken and not yet released.
 type Pool struct {
-	port Port
-	size int
-	p    sync.Pool
-	held atomic.Int64
+	port     Port
+	size     int
+	headroom int
+	p        sync.Pool
+	held     atomic.Int64
 }
 
 // NewPool returns a pool of frames with buffers of size bytes, marked as
@@ -144,12 +163,21 @@ func NewPool(port Port, size int) *Pool {
 	return p
 }
 
+// NewPoolHeadroom is NewPool whose frames' Data starts headroom bytes into
+// their buffer (capacity size-headroom), leaving room for a header in
+// front (Frame.Headroom).
+func NewPoolHeadroom(port Port, size, headroom int) *Pool {
+	p := NewPool(port, size)
+	p.headroom = headroom
+	return p
+}
+
 // Get returns an empty frame of the pool: Data has length zero and
 // capacity Size.
 func (p *Pool) Get() *Frame {
 	f := p.p.Get().(*Frame)
 	f.pool, f.Port = p, p.port
-	f.Data = f.buf[:0]
+	f.Data = f.buf[p.headroom:p.headroom]
 	p.held.Add(1)
 	return f
 }

@@ -36,3 +36,33 @@ func TestCauseString(t *testing.T) {
 		t.Errorf("out of range: %q", s)
 	}
 }
+
+// TestHeadroom: frames of a pool with headroom start their Data after it,
+// Headroom gives the buffer from its start while Data has not moved, and
+// nil once it has.
+func TestHeadroom(t *testing.T) {
+	p := NewPoolHeadroom(nil, 64, 10)
+	f := p.Get()
+	if len(f.Data) != 0 || cap(f.Data) != 54 {
+		t.Fatalf("Data len %d cap %d, want 0 and 54", len(f.Data), cap(f.Data))
+	}
+	if h := f.Headroom(10); len(h) != 10 || cap(h) != 64 {
+		t.Fatalf("Headroom of an empty frame: len %d cap %d", len(h), cap(h))
+	}
+	f.Data = append(f.Data, "frame"...)
+	h := f.Headroom(10)
+	if len(h) != 15 || string(h[10:]) != "frame" {
+		t.Fatalf("Headroom = %q", h)
+	}
+	if f.Headroom(4) != nil || f.Headroom(-1) != nil || f.Headroom(64) != nil {
+		t.Error("Headroom of the wrong size not nil")
+	}
+	f.Data = f.Data[1:]
+	if f.Headroom(10) != nil {
+		t.Error("Headroom after Data moved not nil")
+	}
+	f.Release()
+	if g := NewPool(nil, 32).Get(); g.Headroom(0) == nil || cap(g.Data) != 32 {
+		t.Error("pool without headroom")
+	}
+}

@@ -57,10 +57,18 @@ type pair struct {
 	stopFwd    chan struct{}
 	fwdDone    sync.WaitGroup
 	forwarded  [2]uint64 // a->b, b->a; read after stop
+	superA     uint64    // super-frames (GSO, longer than the MTU) read from a; read after stop
 	macA, macB net.HardwareAddr
 }
 
 func newPair(t testing.TB, sinkCap int) *pair {
+	t.Helper()
+	return newPairOffload(t, sinkCap, false, false)
+}
+
+// newPairOffload is newPair with offloads (Config.Offload) on A and B as
+// given.
+func newPairOffload(t testing.TB, sinkCap int, offA, offB bool) *pair {
 	t.Helper()
 	privtest.Require(t, "TAP devices and network namespaces")
 	s := rand.IntN(256)
@@ -72,9 +80,9 @@ func newPair(t testing.TB, sinkCap int) *pair {
 		in:   make(chan *Frame, sinkCap),
 	}
 	id := uniq()
-	p.a = create(t, Config{Name: "fta" + id, MAC: p.macA, Netns: "fe-tap-a-" + id,
+	p.a = create(t, Config{Name: "fta" + id, MAC: p.macA, Netns: "fe-tap-a-" + id, Offload: offA,
 		Addrs: []netip.Prefix{netip.PrefixFrom(p.ipA, 24)}})
-	p.b = create(t, Config{Name: "ftb" + id, MAC: p.macB, Netns: "fe-tap-b-" + id,
+	p.b = create(t, Config{Name: "ftb" + id, MAC: p.macB, Netns: "fe-tap-b-" + id, Offload: offB,
 		Addrs: []netip.Prefix{netip.PrefixFrom(p.ipB, 24)}})
 	return p
 }
@@ -98,6 +106,9 @@ func (p *pair) forward(t testing.TB) {
 			case f := <-p.in:
 				if f.Port == p.a {
 					p.forwarded[0]++
+					if f.Offload.IsGSO() && len(f.Data) > 1514 {
+						p.superA++
+					}
 					_ = p.b.Send(f)
 				} else {
 					p.forwarded[1]++

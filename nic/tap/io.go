@@ -10,6 +10,7 @@ import (
 
 	"github.com/fabemu/fabemu/nic/ether"
 	"github.com/fabemu/fabemu/nic/frameport"
+	"github.com/fabemu/fabemu/nic/vnet"
 	"go.uber.org/zap"
 )
 
@@ -169,8 +170,7 @@ func (d *Device) readLoop(handle func(*Frame) bool) {
 	defer d.readerWG.Done()
 	for {
 		f := d.NewFrame()
-		buf := f.Data[:cap(f.Data)]
-		n, err := d.file.Read(buf)
+		n, err := d.readFrame(f)
 		at := time.Now()
 		if err != nil {
 			f.Release()
@@ -188,12 +188,15 @@ func (d *Device) readLoop(handle func(*Frame) bool) {
 			d.log.Error("reader stopped", zap.Error(err))
 			return
 		}
-		if n > len(buf) { // the kernel reports a frame longer than the buffer
+		if n < 0 { // a virtio_net_hdr that does not decode
+			d.refuseIn(f, CauseTooShort, -n)
+			continue
+		}
+		if n >= d.bufLen-d.hdroom { // the kernel filled the buffer: truncated
 			d.refuseIn(f, CauseTooLong, n)
 			continue
 		}
-		f.Data = buf[:n]
-		h, err := ether.Validate(f.Data, d.mtu)
+		h, err := d.checkSize(f.Data, f.Offload)
 		if err != nil {
 			c := CauseTooShort
 			if errors.Is(err, ether.ErrTooLong) {
@@ -216,6 +219,32 @@ func (d *Device) readLoop(handle func(*Frame) bool) {
 	}
 }
 
+// readFrame reads one frame into f: with offloads its virtio_net_hdr
+// into the headroom and Offload, the frame into Data. It returns the
+// frame's length, or minus the read's length if the header is short.
+func (d *Device) readFrame(f *Frame) (int, error) {
+	buf := f.Data[:cap(f.Data)]
+	if d.hdroom == 0 {
+		n, err := d.file.Read(buf)
+		f.Data = buf[:max(n, 0)]
+		return n, err
+	}
+	full := f.Headroom(d.hdroom)
+	full = full[:cap(full)]
+	n, err := d.file.Read(full)
+	if err != nil {
+		return n, err
+	}
+	if n < d.hdroom {
+		return -n, nil
+	}
+	if f.Offload, err = vnet.Decode(full[:n]); err != nil {
+		return -n, nil
+	}
+	f.Data = full[d.hdroom:n]
+	return n - d.hdroom, nil
+}
+
 // AddStalls adds n to the reader-stall counter; a StartFunc handler that
 // blocks for backpressure reports it so.
 func (d *Device) AddStalls(n uint64) { d.ctr.stalls.Add(n) }
@@ -227,7 +256,7 @@ func (d *Device) refuseIn(f *Frame, c Cause, n int) {
 		// A read that fills the buffer was truncated by the kernel: the
 		// frame had at least n bytes.
 		d.log.Warn("dropped frame read from TAP", zap.Stringer("cause", c), zap.Int("bytes", n),
-			zap.Bool("truncated", n >= d.bufLen), zap.Int("mtu", d.mtu),
+			zap.Bool("truncated", n >= d.bufLen-d.hdroom), zap.Int("mtu", d.MTU()),
 			zap.Uint64("suppressed_since_last_log", sup))
 	}
 }
@@ -238,7 +267,7 @@ func (d *Device) refuseOut(f *Frame, c Cause, err error) {
 	d.ctr.outRefused[c].Add(1)
 	if ok, sup := d.ctr.outLog[c].allow(time.Now()); ok {
 		d.log.Warn("refused frame for TAP", zap.Stringer("cause", c), zap.Int("bytes", n),
-			zap.Int("mtu", d.mtu), zap.Error(err), zap.Uint64("suppressed_since_last_log", sup))
+			zap.Int("mtu", d.MTU()), zap.Error(err), zap.Uint64("suppressed_since_last_log", sup))
 	}
 }
 
@@ -247,7 +276,7 @@ func (d *Device) refuseOut(f *Frame, c Cause, err error) {
 // the device is closing, the frame is released, counted by cause and an
 // error returned (ErrQueueFull, ErrClosed, ether.ErrTooShort, ether.ErrTooLong).
 func (d *Device) Send(f *Frame) error {
-	if _, err := ether.Validate(f.Data, d.mtu); err != nil {
+	if _, err := d.checkSize(f.Data, f.Offload); err != nil {
 		c := CauseTooShort
 		if errors.Is(err, ether.ErrTooLong) {
 			c = CauseTooLong
@@ -281,6 +310,38 @@ func (d *Device) Write(p []byte) error {
 	return d.Send(f)
 }
 
+// writeFrame writes f: with offloads after its virtio_net_hdr (in the
+// frame's headroom when it has one, so nothing is copied); without, a
+// super-frame is cut into segments and a partial checksum completed in
+// software (nic/vnet). It returns the frame bytes written.
+func (d *Device) writeFrame(f *Frame) (int, error) {
+	if d.offload {
+		b := f.Headroom(d.hdroom)
+		if b == nil {
+			b = append(append(d.segBuf[:0], make([]byte, d.hdroom)...), f.Data...)
+		}
+		f.Offload.Encode(b)
+		n, err := d.file.Write(b)
+		return n - d.hdroom, err
+	}
+	if !f.Offload.IsGSO() && f.Offload.Flags&vnet.FlagNeedsCsum == 0 {
+		return d.file.Write(f.Data)
+	}
+	total := 0
+	err := vnet.Segment(f.Data, f.Offload, d.segBuf, func(seg []byte) error {
+		n, err := d.file.Write(seg)
+		if err == nil && n != len(seg) {
+			err = fmt.Errorf("short write: %d of %d bytes", n, len(seg))
+		}
+		total += n
+		return err
+	})
+	if err == nil {
+		total = len(f.Data) // count the frame as sent, as with offloads
+	}
+	return total, err
+}
+
 // writeLoop is the device's only writer: frames leave in Send order.
 func (d *Device) writeLoop() {
 	defer d.writerWG.Done()
@@ -289,7 +350,7 @@ func (d *Device) writeLoop() {
 		if !f.At.IsZero() {
 			t0 = time.Now()
 		}
-		n, err := d.file.Write(f.Data)
+		n, err := d.writeFrame(f)
 		if !t0.IsZero() {
 			t1 := time.Now()
 			d.ctr.timingMu.Lock()

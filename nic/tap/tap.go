@@ -38,10 +38,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fabemu/fabemu/internal/netnsutil"
 	"github.com/fabemu/fabemu/nic/ether"
 	"github.com/fabemu/fabemu/nic/frameport"
+	"github.com/fabemu/fabemu/nic/vnet"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"go.uber.org/zap"
@@ -76,6 +78,13 @@ type Config struct {
 	// and writes one queue only: several readers could reorder a flow when the
 	// kernel re-steers it between queues.
 	MultiQueue bool
+	// Offload opens the device with IFF_VNET_HDR and turns on checksum and
+	// TCP segmentation offload (TUNSETOFFLOAD: TUN_F_CSUM, TSO4, TSO6,
+	// TSO_ECN), so the kernel hands TCP super-frames of up to 64 KB with a
+	// virtio_net_hdr (nic/vnet) and takes them back the same way. Frames
+	// read carry the header in Frame.Offload; a frame sent to a device
+	// without offloads is segmented and checksummed in software.
+	Offload bool
 	// Owner and Group are the uid and gid allowed to attach to the device
 	// without CAP_NET_ADMIN (TUNSETOWNER, TUNSETGROUP); 0 means root.
 	Owner, Group uint32
@@ -130,7 +139,10 @@ func (c *Config) validate() error {
 type Device struct {
 	name      string
 	mac       ether.MAC
-	mtu       int
+	mtu       atomic.Int64 // followed at runtime: see checkSize
+	mtuNext   atomic.Int64 // unix ns before which the MTU is not asked again
+	offload   bool
+	hdroom    int    // vnet.HeaderLen with offloads, else 0
 	netns     string // namespace the device lives in, "" for the creator's
 	ownNetns  bool   // Close deletes netns
 	reclaimed bool
@@ -138,7 +150,8 @@ type Device struct {
 
 	file   *os.File // queue 0, non-blocking, registered with the runtime poller
 	pool   *frameport.Pool
-	bufLen int // read buffer: the longest valid frame plus one byte
+	bufLen int    // frame buffer: headroom, the longest frame any MTU allows, one spare byte
+	segBuf []byte // writer-owned scratch for software segmentation
 
 	txMu     sync.RWMutex // guards txClosed against Send racing Close
 	txClosed bool
@@ -168,15 +181,17 @@ func Create(cfg Config) (d *Device, err error) {
 		return nil, err
 	}
 	d = &Device{
-		name:  cfg.Name,
-		mtu:   cfg.MTU,
-		netns: cfg.Netns,
-		log:   cfg.Logger,
-		done:  make(chan struct{}),
+		name:    cfg.Name,
+		netns:   cfg.Netns,
+		log:     cfg.Logger,
+		offload: cfg.Offload,
+		done:    make(chan struct{}),
 	}
-	if d.mtu == 0 {
-		d.mtu = DefaultMTU
+	mtu := cfg.MTU
+	if mtu == 0 {
+		mtu = DefaultMTU
 	}
+	d.mtu.Store(int64(mtu))
 	if d.log == nil {
 		d.log = zap.NewNop()
 	}
@@ -186,8 +201,15 @@ func Create(cfg Config) (d *Device, err error) {
 		qlen = DefaultTxQueueLen
 	}
 	d.txq = make(chan *Frame, qlen)
-	d.bufLen = ether.MaxFrameLen(d.mtu) + 1 // one spare byte shows an over-long read
-	d.pool = frameport.NewPool(d, d.bufLen)
+	// Buffers fit the largest frame of any MTU, so an MTU raised at
+	// runtime (or a super-frame) never truncates a read; the spare byte
+	// shows an over-long one.
+	if d.offload {
+		d.hdroom = vnet.HeaderLen
+	}
+	d.bufLen = d.hdroom + ether.MaxFrameLen(maxSuperPayload) + 1
+	d.pool = frameport.NewPoolHeadroom(d, d.bufLen, d.hdroom)
+	d.segBuf = make([]byte, 0, d.bufLen)
 
 	// Undo on failure, in reverse order.
 	var undo []func()
@@ -232,6 +254,9 @@ func Create(cfg Config) (d *Device, err error) {
 	// Always pass flags: they replace the library's defaults, and without
 	// IFF_NO_PI every frame would carry a 4-byte packet-information header.
 	flags := netlink.TUNTAP_NO_PI
+	if cfg.Offload {
+		flags |= netlink.TUNTAP_VNET_HDR
+	}
 	if cfg.MultiQueue {
 		flags |= netlink.TUNTAP_MULTI_QUEUE
 	} else {
@@ -263,6 +288,12 @@ func Create(cfg Config) (d *Device, err error) {
 		d.deleteLink()
 	})
 
+	if cfg.Offload {
+		if err := setOffload(d.file); err != nil {
+			return nil, fmt.Errorf("tap %s: %w", cfg.Name, err)
+		}
+	}
+
 	link, err := host.LinkByName(cfg.Name)
 	if err != nil {
 		return nil, fmt.Errorf("tap %s: looking up the new device: %w", cfg.Name, err)
@@ -272,8 +303,8 @@ func Create(cfg Config) (d *Device, err error) {
 			return nil, fmt.Errorf("tap %s: setting MAC %v: %w", cfg.Name, cfg.MAC, err)
 		}
 	}
-	if err := host.LinkSetMTU(link, d.mtu); err != nil {
-		return nil, fmt.Errorf("tap %s: setting MTU %d: %w", cfg.Name, d.mtu, err)
+	if err := host.LinkSetMTU(link, mtu); err != nil {
+		return nil, fmt.Errorf("tap %s: setting MTU %d: %w", cfg.Name, mtu, err)
 	}
 	if cfg.Netns != "" {
 		ns, err := netns.GetFromName(cfg.Netns)
@@ -387,8 +418,95 @@ func (d *Device) Name() string { return d.name }
 // the TAP use as source).
 func (d *Device) MAC() ether.MAC { return d.mac }
 
-// MTU returns the MTU in bytes that frames are validated against.
-func (d *Device) MTU() int { return d.mtu }
+// MTU returns the MTU in bytes that frames are validated against: the
+// configured one, or the device's own once it was changed at runtime and a
+// larger frame showed it.
+func (d *Device) MTU() int { return int(d.mtu.Load()) }
+
+// Offload reports whether the device was opened with offloads
+// (Config.Offload).
+func (d *Device) Offload() bool { return d.offload }
+
+// setOffload sets the virtio_net_hdr to little-endian, its size, and the
+// offloads the daemon takes: checksum and TCP segmentation.
+func setOffload(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ioErr error
+	err = rc.Control(func(fd uintptr) {
+		if e := unix.IoctlSetPointerInt(int(fd), unix.TUNSETVNETLE, 1); e != nil {
+			ioErr = fmt.Errorf("TUNSETVNETLE: %w", e)
+			return
+		}
+		if e := unix.IoctlSetPointerInt(int(fd), unix.TUNSETVNETHDRSZ, vnet.HeaderLen); e != nil {
+			ioErr = fmt.Errorf("TUNSETVNETHDRSZ: %w", e)
+			return
+		}
+		if e := unix.IoctlSetInt(int(fd), unix.TUNSETOFFLOAD, unix.TUN_F_CSUM|unix.TUN_F_TSO4|unix.TUN_F_TSO6|unix.TUN_F_TSO_ECN); e != nil {
+			ioErr = fmt.Errorf("TUNSETOFFLOAD: %w", e)
+		}
+	})
+	return errors.Join(err, ioErr)
+}
+
+// maxSuperPayload is the longest payload of a super-frame: one IP packet
+// (its 16-bit total length). It also sizes every frame buffer, which is
+// thus larger than the longest frame of any MTU.
+const maxSuperPayload = 65535
+
+// mtuRecheck bounds how often a frame too long for the cached MTU makes
+// the device ask the kernel for its current MTU.
+const mtuRecheck = 100 * time.Millisecond
+
+// checkSize validates frame against the device's MTU, or against
+// maxSuperPayload for a super-frame. A frame too long for the cached MTU makes it ask the
+// kernel (at most every mtuRecheck): an MTU raised at runtime (ip link
+// set mtu) is then followed instead of black-holing larger frames.
+func (d *Device) checkSize(frame []byte, off vnet.Header) (ether.Header, error) {
+	if off.IsGSO() {
+		return ether.Validate(frame, maxSuperPayload)
+	}
+	h, err := ether.Validate(frame, int(d.mtu.Load()))
+	if !errors.Is(err, ether.ErrTooLong) {
+		return h, err
+	}
+	now := time.Now().UnixNano()
+	next := d.mtuNext.Load()
+	if now < next || !d.mtuNext.CompareAndSwap(next, now+int64(mtuRecheck)) {
+		return h, err
+	}
+	mtu, lerr := d.kernelMTU()
+	if lerr != nil {
+		d.log.Warn("cannot read the device's MTU", zap.Error(lerr))
+		return h, err
+	}
+	if old := d.mtu.Swap(int64(mtu)); old != int64(mtu) {
+		d.log.Info("following the device's MTU changed at runtime", zap.Int64("from", old), zap.Int("to", mtu))
+	}
+	return ether.Validate(frame, mtu)
+}
+
+// kernelMTU asks the kernel for the device's MTU.
+func (d *Device) kernelMTU() (int, error) {
+	var h *netlink.Handle
+	var err error
+	if d.netns != "" {
+		h, err = netnsutil.Handle(d.netns)
+	} else {
+		h, err = netlink.NewHandle()
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer h.Close()
+	link, err := h.LinkByName(d.name)
+	if err != nil {
+		return 0, err
+	}
+	return link.Attrs().MTU, nil
+}
 
 // Netns returns the name of the namespace the device lives in, "" for the
 // creator's own.

@@ -564,10 +564,11 @@ func TestWriteError(t *testing.T) {
 	}
 }
 
-// TestInboundTooLong: when the interface MTU is raised behind the daemon's
-// back, frames longer than the configured MTU are counted and dropped, and
-// the reader keeps going.
-func TestInboundTooLong(t *testing.T) {
+// TestRuntimeMTU: when the interface MTU is raised at runtime (ip link set
+// mtu), frames longer than the configured MTU are read and written
+// instead of being black-holed, and MTU reports the new value; frames too
+// long for the new MTU are still refused and counted.
+func TestRuntimeMTU(t *testing.T) {
 	privtest.Require(t, "TAP devices")
 	s := byte(time.Now().UnixNano() >> 12)
 	ip := netip.AddrFrom4([4]byte{10, 250, s, 1})
@@ -599,25 +600,48 @@ func TestInboundTooLong(t *testing.T) {
 		}
 	}
 	deadline := time.After(3 * time.Second)
-	for {
+	var got []uint32
+	var big *Frame
+	for len(got) < 2 {
 		select {
 		case f := <-in:
 			q, ok := udpSeq(f)
-			f.Release()
 			if !ok {
+				f.Release()
 				continue
 			}
-			if q != 100 {
-				t.Fatalf("frame with a %d-byte payload got through a 1500-byte MTU", q)
+			got = append(got, q)
+			if q == 3000 {
+				big = f
+			} else {
+				f.Release()
 			}
-			st := d.Stats()
-			if st.InRefused[CauseTooLong] != 1 || st.ReadErrors != 0 {
-				t.Fatalf("stats %+v, want one too_long refusal", st)
-			}
-			return
 		case <-deadline:
-			t.Fatalf("small datagram never arrived; stats %+v, reader error %v", d.Stats(), d.Err())
+			t.Fatalf("got datagrams %v, want 3000 and 100; stats %+v, reader error %v", got, d.Stats(), d.Err())
 		}
+	}
+	if got[0] != 3000 || got[1] != 100 || d.MTU() != 4000 {
+		t.Fatalf("got datagrams %v with MTU %d, want [3000 100] with 4000", got, d.MTU())
+	}
+	if st := d.Stats(); st.InRefused[CauseTooLong] != 0 || st.ReadErrors != 0 {
+		t.Fatalf("stats %+v, want no refusal", st)
+	}
+	// The same jumbo frame goes back out through the device; one past the
+	// new MTU is refused.
+	if err := d.Write(big.Data); err != nil {
+		t.Fatalf("writing a 3000-byte payload at MTU 4000: %v", err)
+	}
+	big.Release()
+	if err := d.Write(make([]byte, 14+4001)); !errors.Is(err, ether.ErrTooLong) {
+		t.Fatalf("writing a 4001-byte payload at MTU 4000: %v, want too long", err)
+	}
+	for start := time.Now(); d.Stats().FramesOut < 1; time.Sleep(time.Millisecond) {
+		if time.Since(start) > 3*time.Second {
+			t.Fatalf("jumbo frame never written; stats %+v", d.Stats())
+		}
+	}
+	if st := d.Stats(); st.OutRefused[CauseTooLong] != 1 || st.OutRefused[CauseWriteError] != 0 {
+		t.Fatalf("stats %+v, want one too_long refusal out", st)
 	}
 }
 
