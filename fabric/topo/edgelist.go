@@ -147,10 +147,12 @@ func decodeEdgeYAML(name string, data []byte) (*EdgeList, map[string]int, error)
 	if err := walkYAML(name, root.Content[0], "", "", edgeKeys, lines); err != nil {
 		return nil, nil, err
 	}
+	// Decode the tree already parsed: walkYAML has checked every key
+	// against edgeKeys, which covers each mapping level of EdgeList, so
+	// this does what a strict decoder would without parsing the file a
+	// second time (half the cost on a 100k-switch file).
 	var el EdgeList
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&el); err != nil {
+	if err := root.Content[0].Decode(&el); err != nil {
 		return nil, nil, yamlErr(name, err)
 	}
 	return &el, lines, nil
