@@ -127,7 +127,7 @@ func (f *Fabric) restrictInjection(s *Switch, pi int, cands []route.Candidate) {
 		if cands[i].Escape {
 			need = f.injEscape
 		}
-		if need > cands[i].Bubble {
+		if need > 1 && need > cands[i].Bubble {
 			cands[i].Bubble = need
 		}
 	}

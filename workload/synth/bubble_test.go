@@ -6,6 +6,7 @@ import (
 
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/fabric/route"
+	"github.com/fabemu/fabemu/injection"
 	"github.com/fabemu/fabemu/model"
 )
 
@@ -48,5 +49,38 @@ func TestBubbleRingRunsDeadlockFree(t *testing.T) {
 			t.Errorf("%s: routing check note %q does not name the bubble", mode, sum.Routing.EscapeCheck)
 		}
 		t.Logf("%s bubble: accepted %.3f of offered %.2f, %s", mode, sum.AcceptedLoad, c.Traffic.Load, sum.Routing.EscapeCheck)
+	}
+}
+
+// TestRestrictiveInjectionRuns: every level of restrictive injection
+// (paper 002 §5.1) runs deadlock-free on the adaptive bubble torus past
+// saturation, and a level whose bubble does not fit the lanes is refused
+// when the session is built.
+func TestRestrictiveInjectionRuns(t *testing.T) {
+	c, err := model.LookupPreset("torus8x8-dor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Routing.Mode, c.Routing.Escape, c.Routing.AdaptiveVLs = route.Adaptive, "bubble", 2
+	c.Fabric.EscapeVLBuffer = 8 * 320
+	c.Fabric.InputBuffer, c.Fabric.OutputBuffer = 3*8*320, 3*8*320
+	c.Traffic.Load = 1.0
+	c.Run.Warmup, c.Run.Duration = 0, 200*des.Microsecond
+	for _, level := range []string{"bubble:2-esc", "bubble:2-all", "bubble:4-all", "bubble:6-all"} {
+		c := c
+		c.NIC.InjectionControl.Policy = injection.ControlKind(level)
+		sum, err := RunSim(c, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", level, err)
+		}
+		if iv := sum.Invariants; !iv.OK || !iv.NoDeadlock {
+			t.Fatalf("%s: invariants %+v", level, iv)
+		}
+		t.Logf("%s: accepted %.3f", level, sum.AcceptedLoad)
+	}
+	c.NIC.InjectionControl.Policy = "bubble:6-all"
+	c.Fabric.InputBuffer, c.Fabric.OutputBuffer = 8*320+2*4*320, 8*320+2*4*320
+	if _, err := RunSim(c, nil); err == nil || !strings.Contains(err.Error(), "bubble:6-all") || !strings.Contains(err.Error(), "lane 1") {
+		t.Fatalf("6-All on lanes of 4 packets: %v", err)
 	}
 }
