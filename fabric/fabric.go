@@ -299,6 +299,8 @@ type Fabric struct {
 	localState
 	// bubbleState: bubble flow control and restrictive injection (bubble.go).
 	bubbleState
+	// lanes, when set, measures lanes per torus direction (lanestats.go).
+	lanes *laneStats
 }
 
 // New instantiates the fabric for topology t with router r. maxPacket is
@@ -672,6 +674,9 @@ func (f *Fabric) send(oi int32, p *Packet, vl int, start des.Time) des.Time {
 	f.progress++
 	if f.tt != nil {
 		f.recordTx(oi, o, p, now, tailLeave, ser)
+	}
+	if f.lanes != nil {
+		f.lanes.record(oi, vl, now, tailLeave)
 	}
 	if p == f.cutThrough && tailLeave == p.tailAt {
 		f.cutOut = int32(vl) // forward schedules one event for both ends

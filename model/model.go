@@ -58,6 +58,8 @@ type RunConfig struct {
 	Duration des.Time `yaml:"duration" json:"duration" unit:"time" doc:"simulated time measured after the warm-up"`
 	Warmup   des.Time `yaml:"warmup" json:"warmup" unit:"time" doc:"simulated time before measurement starts (statistics ignore it)"`
 	Bin      des.Time `yaml:"bin" json:"bin" unit:"time" doc:"width of a time-series bin; 0 = one fiftieth of the measured duration"`
+	// LaneStats adds the lanes report to a synthetic run's summary.
+	LaneStats bool `yaml:"lane_stats,omitempty" json:"lane_stats,omitempty" doc:"tori and meshes: measure transit queue occupation (packets, sampled every microsecond) and channel utilisation per direction and lane after the warm-up, reported as lanes in the summary" paper:"002 §3, Figures 5, 8, 10"`
 }
 
 // TrafficConfig describes a synthetic workload. It lives with the presets

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/fabemu/fabemu/fabric"
+	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic"
@@ -49,7 +50,10 @@ type Summary struct {
 	// notifications, markers, exhaustion; saqs_over_time uses the bins of
 	// timeseries); absent for other switch architectures.
 	RECN *fabric.RECNReport `json:"recn,omitempty"`
-	Run  *model.RunInfo     `json:"run,omitempty"`
+	// Lanes is the transit queue occupation and channel utilisation per
+	// torus direction and lane (run.lane_stats; paper 002 Figures 5, 8, 10).
+	Lanes *fabric.LaneReport `json:"lanes,omitempty"`
+	Run   *model.RunInfo     `json:"run,omitempty"`
 }
 
 // Bin is one time-series bin over the whole run, warm-up included.
@@ -74,6 +78,9 @@ func RunSim(cfg model.SimConfig, progress model.Progress) (*Summary, error) {
 	syn, err := newSynth(s.Net, s.Eng, cfg.Traffic, HostLink(cfg.Fabric, cfg.NIC), cfg.Run.Seed, end)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Run.LaneStats {
+		s.Fabric.MeasureLanes(cfg.Run.Warmup, des.Microsecond)
 	}
 	start := time.Now()
 	syn.start()
@@ -126,6 +133,7 @@ func summarize(s *model.Session, cfg model.SimConfig, active int) *Summary {
 	sum.Timeseries = timeseries(s, active, capBytesPerNs)
 	sum.DeliveryReport = s.DeliveryReport()
 	sum.RECN = s.Fabric.RECN(m.BinWidth, len(sum.Timeseries))
+	sum.Lanes = s.Fabric.LaneReport()
 	if qs, ok := s.Fabric.QueueState(); ok {
 		sum.Queues = &qs
 	}
