@@ -84,3 +84,46 @@ func TestRestrictiveInjectionRuns(t *testing.T) {
 		t.Fatalf("6-All on lanes of 4 packets: %v", err)
 	}
 }
+
+// TestBubbleNoLimIs2Esc: on the bubble torus the escape lane's bubble at
+// injection is the deadlock avoidance itself, so No-Lim and 2-Esc are the
+// same router and give the same run, figure for figure.
+func TestBubbleNoLimIs2Esc(t *testing.T) {
+	c, err := model.LookupPreset("torus8x8-dor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Routing.Mode, c.Routing.Escape, c.Routing.AdaptiveVLs = route.Adaptive, "bubble", 2
+	c.Fabric.EscapeVLBuffer = 8 * 320
+	c.Fabric.InputBuffer, c.Fabric.OutputBuffer = 3*8*320, 3*8*320
+	c.Traffic.Load = 1.0
+	c.Run.Warmup, c.Run.Duration, c.Run.LaneStats = 20*des.Microsecond, 60*des.Microsecond, true
+	var got []*Summary
+	for _, p := range []injection.ControlKind{"no-lim", "bubble:2-esc"} {
+		c := c
+		c.NIC.InjectionControl.Policy = p
+		sum, err := RunSim(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, sum)
+	}
+	a, b := got[0], got[1]
+	if a.AcceptedLoad != b.AcceptedLoad || a.LatencyNs.Mean != b.LatencyNs.Mean || a.Packets != b.Packets {
+		t.Errorf("No-Lim %g/%g and 2-Esc %g/%g differ", a.AcceptedLoad, a.LatencyNs.Mean, b.AcceptedLoad, b.LatencyNs.Mean)
+	}
+	l := a.Lanes
+	if l == nil || len(l.Directions) != 4 || len(l.Lanes) != 3 || l.Lanes[0] != "esc0" || l.Samples < 50 {
+		t.Fatalf("lanes report %+v", l)
+	}
+	if !(l.AdaptiveUtilisation > 0 && l.AdaptiveUtilisation <= 1 && l.AdaptiveOccupancy > 0 && l.AdaptiveOccupancy <= 8) {
+		t.Errorf("adaptive lanes: occupancy %g packets, utilisation %g", l.AdaptiveOccupancy, l.AdaptiveUtilisation)
+	}
+	for d := range l.Utilisation {
+		for v, u := range l.Utilisation[d] {
+			if u < 0 || u > 1 || l.Occupancy[d][v] < 0 || l.Occupancy[d][v] > 8 {
+				t.Errorf("%s %s: utilisation %g, occupancy %g", l.Directions[d], l.Lanes[v], u, l.Occupancy[d][v])
+			}
+		}
+	}
+}
