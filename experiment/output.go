@@ -391,7 +391,8 @@ func (r *Result) WritePlot(path string) ([]string, error) {
 
 func axisLabel(m string) string {
 	names := map[string]string{"accepted": "accepted traffic", "mbs": "max buffer per connection", "latency": "mean latency",
-		"time": "trace execution time", "waste": "waste traffic", "mms": "max memory per NIC", "load": "offered load", "reordered": "reordered ratio"}
+		"time": "trace execution time", "waste": "waste traffic", "mms": "max memory per NIC", "load": "offered load", "reordered": "reordered ratio",
+		"efficiency": "switch efficiency"}
 	u := metrics[m].unit
 	if u == "" {
 		return names[m]

@@ -69,7 +69,10 @@ type RowResult struct {
 	Series  string       `json:"series,omitempty"`
 	// Throughput is the network throughput per time bin of a sim row
 	// that is not a sweep (paper 000 Figs. 2, 3, 6).
-	Throughput *Series               `json:"throughput,omitempty"`
+	Throughput *Series `json:"throughput,omitempty"`
+	// Efficiency is the switch efficiency per time bin of a sim row that
+	// is not a sweep (paper 003 Figs. 2.20-2.21).
+	Efficiency *Series               `json:"efficiency,omitempty"`
 	replay     *replay.ReplaySummary // typed views of Summary
 	sim        *synth.Summary
 }
@@ -377,6 +380,7 @@ func (e *Experiment) runSim(res *Result, p *pool, quick bool) error {
 				s, err := synth.RunSim(cfg, nil)
 				res.Rows[i].Summary, res.Rows[i].sim = s, s
 				res.Rows[i].Throughput = throughputSeries(s)
+				res.Rows[i].Efficiency = efficiencySeries(s)
 				if err != nil {
 					return fmt.Errorf("row %q: %w", r.Name, err)
 				}

@@ -2,7 +2,9 @@ package experiment
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/fabemu/fabemu/internal/report"
 	"github.com/fabemu/fabemu/workload/synth"
@@ -43,6 +45,44 @@ var seriesMetrics = map[string]seriesMetric{
 		}
 		return t, v
 	}},
+	// efficiency is the switch efficiency of paper 003 §2.7 and §2.9.2
+	// (Figs. 2.10-2.21): bytes delivered per host port per unit of time,
+	// headers included, as a fraction of the link's data rate (1 = every
+	// port delivers a byte per byte time, "cells/port/cycle" at full
+	// link rate). It counts every host, active or not.
+	"efficiency": {"fraction of link rate", func(s *synth.Summary) ([]float64, []float64) {
+		t := make([]float64, len(s.Timeseries))
+		v := make([]float64, len(s.Timeseries))
+		for i, b := range s.Timeseries {
+			t[i], v[i] = b.TimeUs, efficiencyOf(s, b.AcceptedLoad)
+		}
+		return t, v
+	}},
+}
+
+// efficiencyOf turns an accepted load (per active host) into the switch
+// efficiency (per host of the network).
+func efficiencyOf(s *synth.Summary, accepted float64) float64 {
+	if s.Topology.Hosts == 0 {
+		return 0
+	}
+	return accepted * float64(s.ActiveHosts) / float64(s.Topology.Hosts)
+}
+
+// efficiencySeries builds a row's switch efficiency series.
+func efficiencySeries(s *synth.Summary) *Series {
+	if s == nil || len(s.Timeseries) == 0 {
+		return nil
+	}
+	t, v := seriesMetrics["efficiency"].get(s)
+	out := &Series{Name: "efficiency", Unit: seriesMetrics["efficiency"].unit, TimeUs: t, Values: v}
+	if len(t) > 1 {
+		out.BinUs = t[1] - t[0]
+	}
+	if a, b, ok := hotWindow(s); ok {
+		out.HotStartUs, out.HotEndUs = &a, &b
+	}
+	return out
 }
 
 func seriesMetricNames() []string {
@@ -153,6 +193,18 @@ func init() {
 	for _, w := range []struct{ key, name string }{{"before", "Before tree"}, {"tree", "During tree"}, {"after", "After tree"}, {"min", "Lowest bin"}} {
 		columns["tput_"+w.key] = column{w.name, "bytes/ns", func(_ *Result, v view) string { return throughputWindow(v, w.key) }}
 	}
+	metrics["efficiency"] = metric{"fraction of link rate", func(v view) float64 {
+		if v.sim != nil {
+			return efficiencyOf(v.sim, v.sim.AcceptedLoad)
+		}
+		return 0
+	}}
+	columns["efficiency"] = column{"Efficiency", "fraction of link rate", func(_ *Result, v view) string {
+		if v.sim == nil {
+			return "-"
+		}
+		return report.FormatFloat(metrics["efficiency"].get(v), 3)
+	}}
 	columns["queues"] = column{"Queues/input", "", func(_ *Result, v view) string {
 		if v.sim == nil || v.sim.Queues == nil {
 			return "-"
@@ -167,11 +219,13 @@ func init() {
 	}}
 }
 
-// timeseriesPlot draws every row's series of the plot's Y over time.
+// timeseriesPlot draws every row's series of the plot's Y over time, one
+// figure per row group (PATH-GROUP.ext when there are several groups).
 func (r *Result) timeseriesPlot(path, suffix string) ([]string, error) {
 	ps := r.exp.Plot
 	m := seriesMetrics[ps.Y]
-	var series []report.Series
+	groups := map[string][]report.Series{}
+	var order []string
 	for _, row := range r.Rows {
 		if row.sim == nil {
 			continue
@@ -181,9 +235,27 @@ func (r *Result) timeseriesPlot(path, suffix string) ([]string, error) {
 		if name == "" {
 			name = row.Name
 		}
-		series = append(series, report.Series{Name: name, X: t, Y: v})
+		if _, ok := groups[row.Group]; !ok {
+			order = append(order, row.Group)
+		}
+		groups[row.Group] = append(groups[row.Group], report.Series{Name: name, X: t, Y: v})
 	}
 	zero := 0.0
-	err := report.LinePlot(path, ps.Title+suffix, "time (us)", ps.Y+" ("+m.unit+")", series, report.PlotOptions{YMin: &zero, WidthPx: 640, HeightPx: 400, Legend: report.LegendBottomRight})
-	return []string{path}, err
+	var files []string
+	for _, g := range order {
+		p, title := path, ps.Title
+		if len(order) > 1 {
+			ext := filepath.Ext(path)
+			p = strings.TrimSuffix(path, ext) + "-" + g + ext
+		}
+		if g != "" {
+			title += ", " + g
+		}
+		err := report.LinePlot(p, title+suffix, "time (us)", ps.Y+" ("+m.unit+")", groups[g], report.PlotOptions{YMin: &zero, WidthPx: 640, HeightPx: 400, Legend: report.LegendBottomRight})
+		if err != nil {
+			return files, err
+		}
+		files = append(files, p)
+	}
+	return files, nil
 }

@@ -50,6 +50,8 @@ func allocTable() []AllocInfo {
 				}
 				return nil
 			}},
+		{Name: "hrr", Syntax: "hrr", Source: "paper 003 §2.2.4, §2.10, Fig. 2.4", new: newHRR,
+			Description: "packet-based hierarchical round robin: at every input a round-robin arbiter per read port picks the first queue head whose selected output can take it and requests that output; every output grants one requester with a two-level round-robin arbiter (8:1 sub-arbiters, then a round robin over the groups); no iterations"},
 	}
 }
 

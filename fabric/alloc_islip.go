@@ -26,6 +26,9 @@ type islipAllocator struct {
 	// global in-port (a local output index).
 	grantPtr  []int32
 	acceptPtr []int32
+	// rows > 1 (rowed architectures, hc): an output has a grant pointer
+	// per row of inputs, at grantPtr[out-port*rows+row].
+	rows int
 	// scratch for one allocation, sized to the widest switch
 	taken   []bool // outputs matched
 	matched []bool // inputs matched
@@ -47,8 +50,12 @@ func newISLIP(f *Fabric, iters int) allocator {
 	for s := range f.sw {
 		widest = max(widest, len(f.sw[s].in))
 	}
-	return &islipAllocator{f: f, iters: iters,
-		grantPtr: make([]int32, len(f.out)), acceptPtr: make([]int32, len(f.in)),
+	rows := 1
+	if r, ok := f.arch.(rowed); ok {
+		rows = r.inputRows()
+	}
+	return &islipAllocator{f: f, iters: iters, rows: rows,
+		grantPtr: make([]int32, len(f.out)*rows), acceptPtr: make([]int32, len(f.in)),
 		taken: make([]bool, widest), matched: make([]bool, widest), grants: make([]int32, widest)}
 }
 
@@ -88,7 +95,7 @@ func (a *islipAllocator) arbitrate(s *Switch) {
 					continue
 				}
 				cands := f.headCandidates(s, pi, q, p)
-				f.room.blocks = p.blocks
+				f.room.blocks, f.room.in = p.blocks, ii
 				c := route.Select(cands, &f.room)
 				if c < 0 || a.requested(int32(pi), cands[c].Port) {
 					continue
@@ -108,13 +115,13 @@ func (a *islipAllocator) arbitrate(s *Switch) {
 			if taken[po] || s.out[po] < 0 {
 				continue
 			}
-			ptr := a.grantPtr[s.out[po]]
 			best, bestDist := -1, int32(n)
 			for ri := range a.reqs {
 				r := &a.reqs[ri]
 				if int(r.c.Port) != po {
 					continue
 				}
+				ptr := a.grantPtr[a.ptr(s, po, r.in)]
 				if d := (r.in - ptr + int32(n)) % int32(n); d < bestDist {
 					best, bestDist = ri, d
 				}
@@ -138,7 +145,7 @@ func (a *islipAllocator) arbitrate(s *Switch) {
 			matched[pi], taken[r.c.Port] = true, true
 			a.matches = append(a.matches, r)
 			if it == 0 {
-				a.grantPtr[s.out[r.c.Port]] = int32((pi + 1) % n)
+				a.grantPtr[a.ptr(s, int(r.c.Port), int32(pi))] = int32((pi + 1) % n)
 				a.acceptPtr[s.in[pi]] = int32((int(r.c.Port) + 1) % n)
 			}
 		}
@@ -169,4 +176,14 @@ func (a *islipAllocator) requested(pi, port int32) bool {
 func (a *islipAllocator) acceptDist(s *Switch, pi int32, po int) int {
 	n := len(s.in)
 	return (po - int(a.acceptPtr[s.in[pi]]) + n) % n
+}
+
+// ptr is the index of the grant pointer of local output po of s that
+// serves local input pi.
+func (a *islipAllocator) ptr(s *Switch, po int, pi int32) int {
+	i := int(s.out[po])
+	if a.rows == 1 {
+		return i
+	}
+	return i*a.rows + a.f.arch.(rowed).inputRow(s, int(pi))
 }

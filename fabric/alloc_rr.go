@@ -81,7 +81,7 @@ func (a *rrAllocator) tryInput(s *Switch, pi int) bool {
 				goto next // none of its outputs has freed room since
 			}
 			cands := f.headCandidates(s, pi, q, p)
-			f.room.sw, f.room.blocks = s, p.blocks
+			f.room.sw, f.room.blocks, f.room.in = s, p.blocks, ii
 			if c := route.Select(cands, &f.room); c >= 0 {
 				f.grant(s, ii, v, cands[c])
 				if ip.rrQ = v + 1; ip.rrQ == nq {

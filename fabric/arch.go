@@ -93,6 +93,10 @@ func archTable() []ArchInfo {
 		{Name: "4q", Description: "paper 000's 4Q: four queues per lane at every input, a packet joins the least occupied (or the one holding its destination's packets, for order); cioq's output stage", Source: "paper 000 §4.3", outputBuffered: true, perLane: fourQPerLane, new: newFourQ},
 		{Name: "voqsw", Description: "paper 000's VOQsw: a queue per switch output at every input, chosen when the packet arrives and is routed; cioq's output stage", Source: "paper 000 §4.3", outputBuffered: true, perLane: voqSwPerLane, new: newVOQsw},
 		{Name: "voqnet", Description: "paper 000's VOQnet: a queue per destination host at every input (the ideal, memory-hungry reference); cioq's output stage", Source: "paper 000 §4.3", outputBuffered: true, perLane: voqNetPerLane, new: newVOQnet},
+		{Name: "pciq-2", Description: "PCIQ with 2 sub-crossbars: input memories with 2 read ports, each into an N x N/2 sub-crossbar reaching the even or the odd output links, an even and an odd queue per lane (routed at arrival), no output memories; an input may send one packet per read port at once; use with the hrr allocator (Fig. 2.4)", Source: "paper 003 §2.2", new: newPCIQ(2)},
+		{Name: "pciq-4", Description: "PCIQ with 4 sub-crossbars: as pciq-2 with 4 read ports and N x N/4 sub-crossbars reaching the output links of port mod 4 = k, a queue per sub-crossbar and lane", Source: "paper 003 §2.3", new: newPCIQ(4)},
+		{Name: "hc", Description: "hierarchical crossbar with p = N/2: 2x2 sub-switches of N/2 x N/2 with CIOQ memories; an input memory per column (routed at arrival), each with its own read port, and an output memory per row at every output, so two rows may write into one output at once (internal speedup)", Source: "paper 003 §1.4, §2.7", outputBuffered: true, new: newHC},
+		{Name: "cioq-2q", Description: "cioq with two queues per lane at every input, one for even and one for odd output ports (routed at arrival); one read port, cioq's crossbar and output buffers", Source: "paper 003 §2.7", outputBuffered: true, perLane: twoQPerLane, new: newCIOQ2Q},
 	}
 }
 

@@ -113,7 +113,7 @@ func (f *Fabric) selectAtArrival(ip *inPort, p *Packet, cands []route.Candidate)
 		return cands[0].Port, cands
 	}
 	saved := f.room
-	f.room.sw, f.room.blocks, f.room.host, f.room.taken = s, p.blocks, nil, nil
+	f.room.sw, f.room.blocks, f.room.host, f.room.taken, f.room.in = s, p.blocks, nil, nil, s.in[ip.port]
 	c := route.Select(cands, &f.room)
 	f.room = saved
 	if c < 0 {

@@ -3,7 +3,8 @@
 // credit-based flow control in 64-byte blocks; control packets (credits
 // and the architectures' own) on each channel's reverse direction;
 // packet-level virtual cut-through; switch architectures (arch.go: cioq,
-// iq, 1q, 4q, voqsw, voqnet, recn) and crossbar allocators (alloc.go: rr, islip(N)) chosen by name from
+// iq, 1q, 4q, voqsw, voqnet, recn, pciq-2, pciq-4, hc, cioq-2q) and crossbar
+// allocators (alloc.go: rr, islip(N), hrr) chosen by name from
 // their tables; and the runtime deadlock watchdog. Hosts are Endpoints:
 // the fabric pulls packets from them when their injection link can send
 // and hands packets to them when their tail has arrived.
@@ -568,6 +569,10 @@ type roomer struct {
 	sw     *Switch
 	host   *outPort // set when selecting a lane on an injection link
 	blocks int32
+	// in is the global in-port whose head is being tried, for the
+	// architectures whose room depends on the input (readPorter: a read
+	// port of the input's memory may be busy).
+	in int32
 	// taken, when set, marks the local outputs an allocator has already
 	// matched in this round: they cannot take another packet.
 	taken []bool

@@ -66,7 +66,7 @@ type RunConfig struct {
 // because a preset reproduces a paper's workload as well as its machine;
 // workload/synth drives it, and the daemon's background load uses it.
 type TrafficConfig struct {
-	Pattern string  `yaml:"pattern" json:"pattern" doc:"destination pattern: uniform, bitrev, butterfly, complement, shuffle, transpose, hotspot[:frac[@node]], hotregion, corner1, corner2 (see docs/traffic.md)" paper:"004 §4.1, 001 §4.1, 002 §3, 000 Table 1"`
+	Pattern string  `yaml:"pattern" json:"pattern" doc:"destination pattern: uniform, bitrev, butterfly, complement, shuffle, transpose, hotspot[:frac[@node]], hotregion, corner1, corner2, oddeven, halves (see docs/traffic.md)" paper:"004 §4.1, 001 §4.1, 002 §3, 000 Table 1, 003 §2.9.1"`
 	Process string  `yaml:"process" json:"process" doc:"injection process: bernoulli (one draw per packet slot), exponential (Poisson arrivals) or periodic"`
 	Load    float64 `yaml:"load" json:"load" doc:"offered load per host as a fraction of the host link's data rate, headers included (1.0 saturates the injection link)"`
 	Sizes   string  `yaml:"sizes" json:"sizes" unit:"bytes" doc:"message payload size, fixed (256) or a weighted mix (256:0.5,4096:0.5); messages above the MTU become several packets" paper:"004 §4.1"`

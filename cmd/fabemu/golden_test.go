@@ -64,6 +64,13 @@ var goldenRuns = []struct {
 	{"sim-min64-voqnet-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=voqnet", "--duration", "15us", "--warmup", "2us"}},
 	// VOQsw under adaptive routing (the output is chosen at arrival)
 	{"sim-irregular16-voqsw-adaptive", []string{"sim", "--preset", "paper004-irregular16", "--routing", "adaptive", "--set", "fabric.switch=voqsw", "--load", "0.4", "--duration", "30us", "--warmup", "5us"}},
+	// paper 003 chapter 2: one 24-port switch with PCIQ (2 and 4 sub-crossbars) and the
+	// hierarchical round-robin arbiter, saturated uniform traffic; the hierarchical
+	// crossbar and CIOQ with two queues on a 16-host MIN with a hot spot
+	{"sim-star24-pciq2-hrr", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.kind=irregular", "--set", "topology.switches=1", "--set", "topology.hosts_per_switch=24", "--set", "topology.ports=24", "--set", "fabric.switch=pciq-2", "--set", "fabric.allocator=hrr", "--sizes", "256", "--load", "1.0", "--duration", "10us", "--warmup", "2us"}},
+	{"sim-star24-pciq4-islip", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.kind=irregular", "--set", "topology.switches=1", "--set", "topology.hosts_per_switch=24", "--set", "topology.ports=24", "--set", "fabric.switch=pciq-4", "--set", "fabric.allocator=islip(2)", "--sizes", "256", "--load", "1.0", "--duration", "10us", "--warmup", "2us"}},
+	{"sim-min16-hc-hotspot", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.hosts=16", "--set", "fabric.switch=hc", "--set", "fabric.output_buffer=4KiB", "--set", "fabric.allocator=hrr", "--pattern", "hotspot:0.1@6", "--sizes", "256", "--load", "1.0", "--duration", "15us", "--warmup", "2us"}},
+	{"sim-min16-cioq2q-hotspot", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.hosts=16", "--set", "fabric.switch=cioq-2q", "--set", "fabric.output_buffer=4KiB", "--pattern", "hotspot:0.1@6", "--sizes", "256", "--load", "1.0", "--duration", "15us", "--warmup", "2us"}},
 	// trace replay of the embedded sample, deterministic and adaptive-inorder
 	{"replay-sample-det", []string{"replay", "--limit", "2000", "--compression", "20"}},
 	{"replay-sample-inorder", []string{"replay", "--limit", "2000", "--compression", "20", "--delivery", "adaptive-inorder", "--reorder", "dynamic:256KiB,cap=128KiB", "--injection", "li"}},

@@ -97,7 +97,7 @@ With --sweep-load FROM:TO:STEP it runs one simulation per offered load
 	fs := cmd.Flags()
 	fs.BoolVar(&f.listPresets, "list-presets", false, "list the presets and exit")
 	fs.StringVar(&f.jsonPath, "json", "", "write the JSON summary to PATH (- for stdout)")
-	fs.StringVar(&f.timeseries, "timeseries", "", "write accepted and offered traffic per time bin to PATH (.csv, else JSON lines)")
+	fs.StringVar(&f.timeseries, "timeseries", "", "write accepted and offered traffic and switch efficiency per time bin to PATH (.csv, else JSON lines)")
 	fs.StringVar(&f.sweep, "sweep-load", "", "run a load sweep FROM:TO:STEP, e.g. 0.1:1.0:0.1")
 	fs.StringVar(&f.plot, "plot", "", "with --sweep-load: write the latency vs accepted traffic plot to PATH (.svg or .png; default sweep.svg)")
 	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "with --sweep-load: simulations run at once")
@@ -189,12 +189,18 @@ func writeTimeseries(path string, s *synth.Summary) error {
 	if err != nil {
 		return err
 	}
-	if err := sw.Header([]string{"time_us", "accepted_load", "offered_load", "accepted_bytes_per_ns_per_switch"}); err != nil {
+	if err := sw.Header([]string{"time_us", "accepted_load", "offered_load", "accepted_bytes_per_ns_per_switch", "efficiency"}); err != nil {
 		sw.Abort()
 		return err
 	}
+	// efficiency: the switch efficiency of paper 003 §2.7, the accepted
+	// load per host of the network rather than per active host.
+	perHost := 0.0
+	if s.Topology.Hosts > 0 {
+		perHost = float64(s.ActiveHosts) / float64(s.Topology.Hosts)
+	}
 	for _, b := range s.Timeseries {
-		if err := sw.Row([]float64{b.TimeUs, b.AcceptedLoad, b.OfferedLoad, b.AcceptedBytesPerNsPerSwitch}); err != nil {
+		if err := sw.Row([]float64{b.TimeUs, b.AcceptedLoad, b.OfferedLoad, b.AcceptedBytesPerNsPerSwitch, b.AcceptedLoad * perHost}); err != nil {
 			sw.Abort()
 			return err
 		}

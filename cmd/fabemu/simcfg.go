@@ -41,7 +41,7 @@ func (m *modelFlags) register(cmd *cobra.Command, defaultPreset string) {
 	fs.StringVar(&m.config, "config", "", "YAML file overriding preset fields (unknown keys are errors)")
 	fs.StringArrayVar(&m.sets, "set", nil, "override one field, e.g. --set fabric.link_rate=10Gbps (repeatable; applied last)")
 	fs.StringVar(&m.routing, "routing", "", "deterministic or adaptive")
-	fs.StringVar(&m.pattern, "pattern", "", "traffic pattern: uniform, bitrev, butterfly, complement, shuffle, transpose, hotspot[:frac[@node]], hotregion, corner1, corner2")
+	fs.StringVar(&m.pattern, "pattern", "", "traffic pattern: uniform, bitrev, butterfly, complement, shuffle, transpose, hotspot[:frac[@node]], hotregion, corner1, corner2, oddeven, halves")
 	fs.StringVar(&m.process, "process", "", "injection process: bernoulli, exponential or periodic")
 	fs.StringVar(&m.sizes, "sizes", "", "message payload bytes, fixed (256) or a mix (256:0.5,4096:0.5)")
 	fs.Float64Var(&m.load, "load", 0, "offered load per host, fraction of the host link's data rate")

@@ -70,6 +70,37 @@ func (u uniform) Dest(src int, _ int64, rng *rand.Rand) (int, bool) {
 	return uniformOther(src, u.n, rng), true
 }
 
+// split is uniform traffic within two classes of hosts: a packet goes to
+// a host drawn uniformly among the others of its source's class. oddeven
+// (halves false) is paper 003 §2.9.1's worst case for PCIQ with two
+// sub-crossbars ("odd input links send packets only to odd output links
+// and even input links send packets only to even output links"); halves
+// is the worst case for the hierarchical crossbar it quotes ("first half
+// of input links sending to the first half of output links and the second
+// half of input links sending to the second half"). Host h sits on port h
+// of a single switch, so host classes are port classes there.
+type split struct {
+	n      int
+	halves bool
+}
+
+func (s split) Name() string {
+	if s.halves {
+		return "halves"
+	}
+	return "oddeven"
+}
+func (s split) Hosts() int      { return s.n }
+func (s split) Silent(int) bool { return false }
+func (s split) Dest(src int, _ int64, rng *rand.Rand) (int, bool) {
+	half := s.n / 2
+	if s.halves {
+		base := src / half * half
+		return base + uniformOther(src-base, half, rng), true
+	}
+	return 2*uniformOther(src/2, half, rng) + src%2, true
+}
+
 // FixedPoint says what a source does when a permutation maps it to itself
 // (bit-reversal palindromes, butterfly with equal end bits, the all-zero
 // and all-one addresses under shuffle, the diagonal under transpose).

@@ -297,3 +297,36 @@ func TestHotRegion(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitPatterns: oddeven keeps parity and halves keeps the half, never
+// send to the source, and reach every other host of the class.
+func TestSplitPatterns(t *testing.T) {
+	const n = 8
+	for _, name := range []string{"oddeven", "halves"} {
+		p := mustPattern(t, name, n)
+		rng := rand.New(rand.NewPCG(3, 4))
+		for src := 0; src < n; src++ {
+			seen := map[int]bool{}
+			for range 400 {
+				d, ok := p.Dest(src, 0, rng)
+				if !ok || d == src || d < 0 || d >= n {
+					t.Fatalf("%s: %d -> %d (ok %v)", name, src, d, ok)
+				}
+				same := d%2 == src%2
+				if name == "halves" {
+					same = d/(n/2) == src/(n/2)
+				}
+				if !same {
+					t.Fatalf("%s: %d -> %d leaves its class", name, src, d)
+				}
+				seen[d] = true
+			}
+			if len(seen) != n/2-1 {
+				t.Errorf("%s: source %d reached %d hosts, want %d", name, src, len(seen), n/2-1)
+			}
+		}
+	}
+	if _, err := NewPattern(PatternSpec{Name: "oddeven", Node: -1}, 5); err == nil || !strings.Contains(err.Error(), "even host count") {
+		t.Errorf("oddeven on 5 hosts: %v", err)
+	}
+}

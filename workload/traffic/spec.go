@@ -14,7 +14,8 @@ import (
 // literally.
 type PatternSpec struct {
 	// Name is the canonical pattern name: uniform, bitrev, butterfly,
-	// complement, shuffle, transpose, hotspot, hotregion, corner1, corner2.
+	// complement, shuffle, transpose, hotspot, hotregion, corner1, corner2,
+	// oddeven, halves.
 	Name string
 	// Fraction of packets sent to the hot node (hotspot, in (0, 1]) or the
 	// hot region (hotregion, in (0, 1]).
@@ -50,11 +51,13 @@ const (
 	NameHotregion  = "hotregion"
 	NameCorner1    = "corner1"
 	NameCorner2    = "corner2"
+	NameOddEven    = "oddeven"
+	NameHalves     = "halves"
 )
 
 // PatternNames lists the canonical names in documentation order.
 var PatternNames = []string{NameUniform, NameBitrev, NameButterfly, NameComplement, NameShuffle,
-	NameTranspose, NameHotspot, NameHotregion, NameCorner1, NameCorner2}
+	NameTranspose, NameHotspot, NameHotregion, NameCorner1, NameCorner2, NameOddEven, NameHalves}
 
 var nameAliases = map[string]string{
 	"random":          NameUniform,
@@ -329,6 +332,11 @@ func NewPattern(spec PatternSpec, n int) (Pattern, error) {
 	switch spec.Name {
 	case NameUniform:
 		return uniform{n: n}, nil
+	case NameOddEven, NameHalves:
+		if n < 4 || n%2 != 0 {
+			return nil, fmt.Errorf("pattern %s needs an even host count of at least 4, got %d", spec.Name, n)
+		}
+		return split{n: n, halves: spec.Name == NameHalves}, nil
 	case NameHotspot:
 		node := spec.Node
 		if node < 0 {
