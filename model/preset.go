@@ -83,18 +83,22 @@ func with(c SimConfig, f func(*SimConfig)) SimConfig { f(&c); return c }
 
 // bubbleRouter sets the adaptive bubble router of paper 002 §3: fully
 // adaptive routing on two adaptive lanes with a dimension-order escape
-// lane under bubble flow control, and queues of 8 packets per lane (§3:
-// "The queue capacity of each input port is 8 packets"). Buffers count
-// packet slots under bubble flow control; a slot of the preset's largest
-// packet is 5 credit blocks (320 bytes), so a lane of 8 slots is 2560
-// bytes.
+// lane under bubble flow control, and input queues of 8 packets per lane
+// (§3: "The queue capacity of each input port is 8 packets") with no
+// output buffers (the input-queued switch iq: the crossbar feeds the link,
+// so "the requested virtual channel" whose room the bubble and restrictive
+// injection check is the next router's input queue, as in the paper's
+// Figure 2). Buffers count packet slots under bubble flow control; a slot
+// of the preset's largest packet is 5 credit blocks (320 bytes), so a lane
+// of 8 slots is 2560 bytes.
 func bubbleRouter(c SimConfig) SimConfig {
 	c.Routing.Mode = route.Adaptive
 	c.Routing.AdaptiveVLs = 2
 	c.Routing.Escape = "bubble"
+	c.Fabric.Switch = "iq"
 	c.Fabric.EscapeVLBuffer = 8 * 320
 	c.Fabric.InputBuffer = 3 * 8 * 320
-	c.Fabric.OutputBuffer = 3 * 8 * 320
+	c.Fabric.OutputBuffer = 0
 	return c
 }
 
@@ -170,10 +174,10 @@ func Presets() []Preset {
 				c.Fabric.InputBuffer = 4 * 2304
 				c.Fabric.OutputBuffer = 4 * 2304
 			})},
-		{"paper002-torus16x16-bubble", "16x16 torus, the adaptive bubble router: one escape lane with bubble flow control (no dateline) and two adaptive lanes, 8 packet slots per lane",
+		{"paper002-torus16x16-bubble", "16x16 torus, the adaptive bubble router: input-queued switches, one escape lane with bubble flow control (no dateline) and two adaptive lanes, 8 packet slots per lane",
 			"paper 002 §3, §4.2",
 			bubbleRouter(with(base(), func(c *SimConfig) { c.Topology = torus([]int{16, 16}, 1) }))},
-		{"paper002-torus32x32-bubble", "32x32 torus, the adaptive bubble router: one escape lane with bubble flow control (no dateline) and two adaptive lanes, 8 packet slots per lane",
+		{"paper002-torus32x32-bubble", "32x32 torus, the adaptive bubble router: input-queued switches, one escape lane with bubble flow control (no dateline) and two adaptive lanes, 8 packet slots per lane",
 			"paper 002 §3, §4.3",
 			bubbleRouter(with(base(), func(c *SimConfig) { c.Topology = torus([]int{32, 32}, 1) }))},
 		{"tap-pair-10g", "two switches joined by one link, 2 hosts each, 10 Gb/s links, 4096-byte MTU, 64 KB buffers: a fast fabric for live TAP traffic (one path)",
