@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/internal/report"
 	"github.com/fabemu/fabemu/nic"
 	"github.com/fabemu/fabemu/workload/replay"
@@ -69,6 +70,34 @@ var metrics = map[string]metric{
 	}},
 	"load":      {"", func(v view) float64 { return v.load }},
 	"reordered": {"", func(v view) float64 { return v.delivery().ReorderedRatio }},
+	// accepted_load is the accepted load as a fraction of the host link
+	// (paper 002's phits/node/cycle); the lane figures need run.lane_stats.
+	"accepted_load": {"of link", func(v view) float64 {
+		if v.sim != nil {
+			return v.sim.AcceptedLoad
+		}
+		return 0
+	}},
+	"esc_occupancy": {"packets", func(v view) float64 {
+		return laneFigure(v, func(l *fabric.LaneReport) float64 { return l.EscapeOccupancy })
+	}},
+	"ad_occupancy": {"packets", func(v view) float64 {
+		return laneFigure(v, func(l *fabric.LaneReport) float64 { return l.AdaptiveOccupancy })
+	}},
+	"esc_util": {"", func(v view) float64 {
+		return laneFigure(v, func(l *fabric.LaneReport) float64 { return l.EscapeUtilisation })
+	}},
+	"ad_util": {"", func(v view) float64 {
+		return laneFigure(v, func(l *fabric.LaneReport) float64 { return l.AdaptiveUtilisation })
+	}},
+}
+
+// laneFigure reads a figure of a sim's lanes report (0 without one).
+func laneFigure(v view, get func(*fabric.LaneReport) float64) float64 {
+	if v.sim == nil || v.sim.Lanes == nil {
+		return 0
+	}
+	return get(v.sim.Lanes)
 }
 
 func metricNames() []string {
@@ -131,6 +160,18 @@ var columns = map[string]column{
 	"reordered": {"Reordered", "ratio", func(_ *Result, v view) string {
 		return report.FormatFloat(v.delivery().ReorderedRatio, 3)
 	}},
+	"accepted_load": metricColumn("Accepted load", "accepted_load"),
+	"esc_occupancy": metricColumn("Escape queue", "esc_occupancy"),
+	"ad_occupancy":  metricColumn("Adaptive queue", "ad_occupancy"),
+	"esc_util":      metricColumn("Escape util.", "esc_util"),
+	"ad_util":       metricColumn("Adaptive util.", "ad_util"),
+}
+
+// metricColumn shows a metric with four significant digits.
+func metricColumn(header, metric string) column {
+	return column{header, metrics[metric].unit, func(_ *Result, v view) string {
+		return report.FormatFloat(metrics[metric].get(v), 4)
+	}}
 }
 
 func (r *Result) firstSim() *synth.Summary {

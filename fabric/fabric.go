@@ -306,6 +306,10 @@ type Fabric struct {
 
 	// localState: what local.go measures for injection control.
 	localState
+	// bubbleState: bubble flow control and restrictive injection (bubble.go).
+	bubbleState
+	// lanes, when set, measures lanes per torus direction (lanestats.go).
+	lanes *laneStats
 }
 
 // New instantiates the fabric for topology t with router r. maxPacket is
@@ -466,6 +470,9 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 		f.out[ip.rev].creditFor = int32(i)
 	}
 	f.alloc = spec.new(f)
+	if err := f.setupBubble(); err != nil {
+		return nil, err
+	}
 	eng.Schedule(cfg.DeadlockTimeout, f, opWatchdog, 0, nil)
 	return f, nil
 }
@@ -622,6 +629,9 @@ func (f *Fabric) headCandidates(s *Switch, pi int, q *queue, p *Packet) []route.
 	if q.candsFor != p {
 		q.cands = f.router.Candidates(s.ID, s.routePort(pi), int(p.inVL), int(p.Dst), q.cands[:0])
 		q.candsFor = p
+		if f.restrict {
+			f.restrictInjection(s, pi, q.cands)
+		}
 	}
 	return q.cands
 }
@@ -692,6 +702,9 @@ func (f *Fabric) send(oi int32, p *Packet, vl int, start des.Time) des.Time {
 	if f.tt != nil {
 		f.recordTx(oi, o, p, now, tailLeave, ser)
 	}
+	if f.lanes != nil {
+		f.lanes.record(oi, vl, now, tailLeave)
+	}
 	if p == f.cutThrough && tailLeave == p.tailAt {
 		f.cutOut = int32(vl) // forward schedules one event for both ends
 	} else {
@@ -751,7 +764,7 @@ func (f *Fabric) transmit(oi int32) {
 	}
 	// The injection link is a channel like any other: the same selection
 	// (adaptive lane with most credits, else escape).
-	p.blocks = f.blocks(p.Size)
+	p.blocks = f.packetBlocks(p.Size)
 	f.room.sw, f.room.blocks = nil, p.blocks
 	f.room.host = o
 	c := route.Select(f.injCands, &f.room)

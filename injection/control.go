@@ -13,8 +13,8 @@ import (
 // ("message throttling", paper 001 §1). The NIC asks its Gate before it
 // starts each data packet; control packets (ACK, NACK) are not gated.
 //
-// The gates are listed in controlTable (one file per gate: nolim.go,
-// transt.go, selftuned.go). No-Lim makes no gate at all, so a NIC without
+// The gates are listed in controlTable (one file per gate: transt.go,
+// selftuned.go, bubble.go; No-Lim is a line of the table). No-Lim makes no gate at all, so a NIC without
 // injection control pays nothing for it.
 
 // ControlKind names an injection-control gate.
@@ -34,6 +34,10 @@ type ControlInfo struct {
 	Source      string // paper and section
 	// Global is true when the gate needs knowledge no NIC has locally.
 	Global bool
+	// Syntax is how a configuration names it, when it takes a parameter
+	// after a colon (bubble:LEVEL); param checks that parameter.
+	Syntax string
+	param  func(string) error
 	// new returns the controller for a network of the given NICs, nil
 	// for no gate.
 	new func(c ControlConfig, nics int) Control
@@ -49,6 +53,8 @@ func controlTable() []ControlInfo {
 			new: newTransT},
 		{Kind: SelfTuned, Source: "paper 001 §4.2 (Thottethodi et al., HPCA 2001)", Global: true, Description: "Self-Tuned: every NIC stops injecting while the network's full buffers exceed a threshold tuned by hill climbing on delivered throughput; global knowledge by design",
 			new: newSelfTuned},
+		{Kind: Bubble, Syntax: "bubble:LEVEL", Source: "paper 002 §5.1", Description: "restrictive injection: the switch grants a packet from an injection port an output lane only with room for a bubble of packets there; LEVEL 2-esc (2 packets on the escape lane, the standard adaptive bubble router; bubble alone means this), 2-all (2 on every lane), 4-all or 6-all; enforced at the switch, no NIC gate",
+			param: func(s string) error { _, err := ParseRestrictLevel(s); return err }, new: newRestrictive},
 	}
 }
 
@@ -64,19 +70,30 @@ func ControlKinds() []ControlKind {
 	return ks
 }
 
+// lookupControl finds a gate by name; a gate that takes a parameter is
+// named NAME or NAME:PARAM.
 func lookupControl(k ControlKind) (ControlInfo, bool) {
+	name, param, hasParam := strings.Cut(string(k), ":")
 	for _, c := range controlTable() {
-		if c.Kind == k {
-			return c, true
+		if string(c.Kind) != name {
+			continue
 		}
+		if hasParam && (c.param == nil || param == "" || c.param(param) != nil) {
+			return ControlInfo{}, false
+		}
+		return c, true
 	}
 	return ControlInfo{}, false
 }
 
 func controlNames() string {
 	var s []string
-	for _, k := range ControlKinds() {
-		s = append(s, string(k))
+	for _, c := range controlTable() {
+		n := string(c.Kind)
+		if c.Syntax != "" {
+			n = c.Syntax
+		}
+		s = append(s, n)
 	}
 	return strings.Join(s, ", ")
 }
@@ -91,7 +108,7 @@ func IsControlKind(s string) bool {
 
 // ControlConfig selects and parameterises the NIC's injection control.
 type ControlConfig struct {
-	Policy ControlKind `yaml:"policy" json:"policy" doc:"injection control of every NIC, for every delivery mode: no-lim (none), trans-t (local transmission times) or self-tuned (global full-buffer count); empty = no-lim" paper:"001 §3-4.2"`
+	Policy ControlKind `yaml:"policy" json:"policy" doc:"injection control of every NIC, for every delivery mode: no-lim (none), trans-t (local transmission times), self-tuned (global full-buffer count) or bubble:LEVEL (restrictive injection at the switch's injection ports: 2-esc, 2-all, 4-all, 6-all packets of room); empty = no-lim" paper:"001 §3-4.2; 002 §5.1"`
 	// Trans-t (paper 001 §3, §4.2).
 	U1 float64 `yaml:"u1" json:"u1" doc:"Trans-t: threshold on the ratio of actual to minimum transmission time above which a channel is marked congested; 0 = paper 001 Table 1's value for the topology and lanes per channel, or the lanes per channel when the topology is not in the table (the paper's starting point)" paper:"001 §3, §4.2, Table 1"`
 	U2 float64 `yaml:"u2" json:"u2" unit:"cycles" doc:"Trans-t: how long a marked channel stays congested" paper:"001 §3, §4.2 (8 cycles)"`
@@ -126,6 +143,9 @@ func (c ControlConfig) Resolved() ControlKind {
 // Validate checks the gate name and its parameters.
 func (c ControlConfig) Validate() error {
 	if _, ok := lookupControl(c.Resolved()); !ok {
+		if name, param, ok := strings.Cut(string(c.Resolved()), ":"); ok && ControlKind(name) == Bubble {
+			return fmt.Errorf("nic.injection_control.policy %q: restrictive injection level %q: want %s", c.Policy, param, restrictLevelNames())
+		}
 		return fmt.Errorf("nic.injection_control.policy %q: want %s", c.Policy, controlNames())
 	}
 	switch {
@@ -148,6 +168,9 @@ func (c ControlConfig) Validate() error {
 // ParseControlKind reads a gate name (case-insensitive).
 func ParseControlKind(s string) (ControlKind, error) {
 	if !IsControlKind(s) {
+		if name, param, ok := strings.Cut(strings.ToLower(s), ":"); ok && ControlKind(name) == Bubble {
+			return "", fmt.Errorf("injection control %q: restrictive injection level %q: want %s", s, param, restrictLevelNames())
+		}
 		return "", fmt.Errorf("injection control %q: want %s", s, controlNames())
 	}
 	return ControlKind(strings.ToLower(s)), nil

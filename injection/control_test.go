@@ -246,7 +246,8 @@ func TestControlConfig(t *testing.T) {
 		mod  func(*ControlConfig)
 		want string
 	}{
-		{func(c *ControlConfig) { c.Policy = "bubble" }, `policy "bubble"`},
+		{func(c *ControlConfig) { c.Policy = "bubble:8-all" }, `policy "bubble:8-all"`},
+		{func(c *ControlConfig) { c.Policy = "leaky" }, `policy "leaky"`},
 		{func(c *ControlConfig) { c.U1 = -1 }, "u1"},
 		{func(c *ControlConfig) { c.U3 = 0 }, "u2/u3/u4"},
 		{func(c *ControlConfig) { c.Channels = 0 }, "channels"},

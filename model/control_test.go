@@ -22,6 +22,8 @@ func TestInjectionShorthand(t *testing.T) {
 		{"paper001-8ary3cube", "Self-Tuned", injection.SelfTuned, "", 0, ""},
 		{"paper001-8ary3cube", "li", "", injection.LI, 0, ""},
 		{"torus8x8-dor", "trans-t", injection.TransT, "", 2, "not in paper 001 Table 1"},
+		{"paper002-torus16x16-bubble", "bubble:4-all", "bubble:4-all", "", 0, ""},
+		{"paper002-torus16x16-bubble", "Bubble", "bubble", "", 0, ""},
 	}
 	for _, c := range cases {
 		l := Layers{Preset: c.preset, Shorthands: Shorthands("--", "", "", c.inj)}
@@ -47,8 +49,12 @@ func TestInjectionShorthand(t *testing.T) {
 			t.Errorf("%s on %s: notes %q, want %q", c.inj, c.preset, got, c.note)
 		}
 	}
-	_, _, err := Resolve(Layers{Preset: "torus8x8-dor", Shorthands: Shorthands("--", "", "", "bubble")}, LookupPreset)
+	_, _, err := Resolve(Layers{Preset: "torus8x8-dor", Shorthands: Shorthands("--", "", "", "leaky")}, LookupPreset)
 	if err == nil || !strings.Contains(err.Error(), "--injection") || !strings.Contains(err.Error(), "trans-t") {
 		t.Errorf("a bad --injection must name the flag and both tables: %v", err)
+	}
+	_, _, err = Resolve(Layers{Preset: "torus8x8-dor", Shorthands: Shorthands("--", "", "", "bubble:5-all")}, LookupPreset)
+	if err == nil || !strings.Contains(err.Error(), "--injection") || !strings.Contains(err.Error(), "2-esc, 2-all, 4-all, 6-all") {
+		t.Errorf("a bad restrictive level must name the flag and the levels: %v", err)
 	}
 }

@@ -59,6 +59,8 @@ type RunConfig struct {
 	Warmup   des.Time `yaml:"warmup" json:"warmup" unit:"time" doc:"simulated time before measurement starts (statistics ignore it)"`
 	Bin      des.Time `yaml:"bin" json:"bin" unit:"time" doc:"width of a time-series bin; 0 = one fiftieth of the measured duration"`
 	Drain    des.Time `yaml:"drain" json:"drain,omitzero" unit:"time" doc:"after warm-up + duration the sources stop and the run goes on until every generated packet is delivered, at most this long; the summary gives the time of the last delivery (0 = no drain: the run ends at warm-up + duration)" paper:"001 §4.3 (bursty load: simulation goes on until all messages arrive)"`
+	// LaneStats adds the lanes report to a synthetic run's summary.
+	LaneStats bool `yaml:"lane_stats,omitempty" json:"lane_stats,omitempty" doc:"tori and meshes: measure transit queue occupation (packets, sampled every microsecond) and channel utilisation per direction and lane after the warm-up, reported as lanes in the summary" paper:"002 §3, Figures 5, 8, 10"`
 }
 
 // TrafficConfig describes a synthetic workload. It lives with the presets

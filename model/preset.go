@@ -82,6 +82,27 @@ func recnIQ(c SimConfig) SimConfig {
 
 func with(c SimConfig, f func(*SimConfig)) SimConfig { f(&c); return c }
 
+// bubbleRouter sets the adaptive bubble router of paper 002 §3: fully
+// adaptive routing on two adaptive lanes with a dimension-order escape
+// lane under bubble flow control, and input queues of 8 packets per lane
+// (§3: "The queue capacity of each input port is 8 packets") with no
+// output buffers (the input-queued switch iq: the crossbar feeds the link,
+// so "the requested virtual channel" whose room the bubble and restrictive
+// injection check is the next router's input queue, as in the paper's
+// Figure 2). Buffers count packet slots under bubble flow control; a slot
+// of the preset's largest packet is 5 credit blocks (320 bytes), so a lane
+// of 8 slots is 2560 bytes.
+func bubbleRouter(c SimConfig) SimConfig {
+	c.Routing.Mode = route.Adaptive
+	c.Routing.AdaptiveVLs = 2
+	c.Routing.Escape = "bubble"
+	c.Fabric.Switch = "iq"
+	c.Fabric.EscapeVLBuffer = 8 * 320
+	c.Fabric.InputBuffer = 3 * 8 * 320
+	c.Fabric.OutputBuffer = 0
+	return c
+}
+
 // Presets returns every preset, sorted by name.
 func Presets() []Preset {
 	ps := []Preset{
@@ -169,6 +190,12 @@ func Presets() []Preset {
 		{"ib-hdr-pair", "two hosts on two switches joined by one link, InfiniBand HDR 4x links (200 Gb/s of data, 64b/66b), 4096-byte MTU, 256 KB buffers: today's hardware for live TAP traffic",
 			"InfiniBand HDR 4x (IBTA Vol. 2 rel. 1.4); fabemu daemon (docs/daemon.md)",
 			ibLive(with(base(), func(c *SimConfig) { c.Topology = meshNet([]int{2}, 1) }), 206_250_000_000)},
+		{"paper002-torus16x16-bubble", "16x16 torus, the adaptive bubble router: input-queued switches, one escape lane with bubble flow control (no dateline) and two adaptive lanes, 8 packet slots per lane",
+			"paper 002 §3, §4.2",
+			bubbleRouter(with(base(), func(c *SimConfig) { c.Topology = torus([]int{16, 16}, 1) }))},
+		{"paper002-torus32x32-bubble", "32x32 torus, the adaptive bubble router: input-queued switches, one escape lane with bubble flow control (no dateline) and two adaptive lanes, 8 packet slots per lane",
+			"paper 002 §3, §4.3",
+			bubbleRouter(with(base(), func(c *SimConfig) { c.Topology = torus([]int{32, 32}, 1) }))},
 		{"tap-pair-10g", "two switches joined by one link, 2 hosts each, 10 Gb/s links, 4096-byte MTU, 64 KB buffers: a fast fabric for live TAP traffic (one path)",
 			"fabemu daemon tests and benchmark (docs/daemon.md)",
 			tapFabric(with(base(), func(c *SimConfig) { c.Topology = meshNet([]int{2}, 2) }))},

@@ -89,7 +89,7 @@ func Shorthands(prefix, delivery, reorderMem, injectionPolicy string) []Assignme
 	// li, lw: nic.delivery.injection.policy) or an injection-control gate
 	// of paper 001 (no-lim, trans-t, self-tuned:
 	// nic.injection_control.policy); the two tables share no name.
-	if injection.IsControlKind(injectionPolicy) {
+	if injection.IsControlKind(injectionPolicy) || strings.HasPrefix(strings.ToLower(injectionPolicy), string(injection.Bubble)+":") {
 		add("injection", "nic.injection_control.policy", injectionPolicy, func(s string) error { _, err := injection.ParseControlKind(s); return err })
 	} else {
 		add("injection", "nic.delivery.injection.policy", injectionPolicy, func(s string) error {

@@ -64,6 +64,9 @@ func NewSessionVia(tc topo.Config, rc route.Config, fc fabric.Config, nc nic.Con
 	if err != nil {
 		return nil, err
 	}
+	if err := nic.CheckControl(nc, f); err != nil {
+		return nil, err
+	}
 	nw.Attach(f)
 	return &Session{Eng: eng, Topo: t, Router: r, Fabric: f, Net: nw, Metrics: m}, nil
 }

@@ -76,6 +76,24 @@ func ResolveControl(c injection.ControlConfig, t *topo.Topology, lanes int) (inj
 		t.Name, lanes, injection.U1TableKeys())
 }
 
+// CheckControl reports what would make Attach fail for configuration c
+// on fabric f: restrictive injection (paper 002 §5.1) whose bubble does
+// not fit the switch lanes. A session calls it so that the mistake is an
+// error naming the keys rather than a panic.
+func CheckControl(c Config, f *fabric.Fabric) error {
+	cfg, _ := ResolveControl(c.InjectionControl, f.Topology(), f.Lanes())
+	ctl, err := injection.NewControl(cfg, f.Topology().NumHosts())
+	if err != nil || ctl == nil {
+		return err
+	}
+	if se, ok := ctl.(injection.SwitchEnforced); ok {
+		if err := f.RestrictInjection(se.InjectionBubble()); err != nil {
+			return fmt.Errorf("nic.injection_control.policy %s: %w", ctl.Kind(), err)
+		}
+	}
+	return nil
+}
+
 // attachControl sets up the gate once the fabric is known.
 func (nw *Network) attachControl(f *fabric.Fabric) error {
 	cfg, note := ResolveControl(nw.cfg.InjectionControl, f.Topology(), f.Lanes())
@@ -83,6 +101,14 @@ func (nw *Network) attachControl(f *fabric.Fabric) error {
 	ctl, err := injection.NewControl(cfg, len(nw.hosts))
 	if err != nil || ctl == nil {
 		return err
+	}
+	if se, ok := ctl.(injection.SwitchEnforced); ok {
+		// Restrictive injection (paper 002 §5.1): the switch checks its
+		// injection ports' requests; the NIC keeps no gate.
+		if err := f.RestrictInjection(se.InjectionBubble()); err != nil {
+			return fmt.Errorf("nic.injection_control.policy %s: %w", ctl.Kind(), err)
+		}
+		return nil
 	}
 	g := &gateState{ctl: ctl, gates: make([]injection.Gate, len(nw.hosts)),
 		views: make([]gateView, len(nw.hosts)), wakeAt: make([]des.Time, len(nw.hosts))}

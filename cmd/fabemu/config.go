@@ -100,7 +100,7 @@ type mechanism struct{ name, source, description string }
 // tables themselves (switch architectures, allocators, escape functions,
 // injection policies), so the list cannot drift from the code.
 func writeMechanisms(w io.Writer, markdown bool) error {
-	var archs, allocs, escapes, policies []mechanism
+	var archs, allocs, escapes, policies, gates []mechanism
 	for _, a := range fabric.Architectures() {
 		archs = append(archs, mechanism{a.Name, a.Source, a.Description})
 	}
@@ -113,6 +113,13 @@ func writeMechanisms(w io.Writer, markdown bool) error {
 	for _, p := range injection.Policies() {
 		policies = append(policies, mechanism{string(p.Kind), p.Source, p.Description})
 	}
+	for _, g := range injection.ControlPolicies() {
+		name := string(g.Kind)
+		if g.Syntax != "" {
+			name = g.Syntax
+		}
+		gates = append(gates, mechanism{name, g.Source, g.Description})
+	}
 	sections := []struct {
 		key string
 		ms  []mechanism
@@ -120,6 +127,7 @@ func writeMechanisms(w io.Writer, markdown bool) error {
 		{"fabric.switch", archs}, {"fabric.allocator", allocs},
 		{"routing.escape", escapes}, {"nic.delivery.injection.policy", policies},
 		{"nic.injection_queues.select", queueSelects()},
+		{"nic.injection_control.policy", gates},
 	}
 	var b strings.Builder
 	if markdown {

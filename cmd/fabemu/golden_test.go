@@ -53,6 +53,10 @@ var goldenRuns = []struct {
 	{"sim-min64-iq-islip2-adaptive", []string{"sim", "--preset", "paper000-min64", "--routing", "adaptive", "--pattern", "hotspot", "--set", "fabric.switch=iq", "--set", "fabric.allocator=islip(2)", "--load", "0.6", "--duration", "30us", "--warmup", "5us"}},
 	// Trans-t injection control (paper 001 §3) past saturation on an adaptive torus
 	{"sim-torus8x8-transt", []string{"sim", "--preset", "torus8x8-dor", "--routing", "adaptive", "--injection", "trans-t", "--load", "1.0", "--duration", "40us", "--warmup", "20us"}},
+	// bubble flow control (paper 002 §3): one lane, no dateline, past saturation; and the
+	// adaptive bubble router with restrictive injection 4-All (paper 002 §5.1)
+	{"sim-torus8x8-bubble-1lane", []string{"sim", "--preset", "torus8x8-dor", "--set", "routing.escape=bubble", "--load", "1.0", "--duration", "40us", "--warmup", "20us"}},
+	{"sim-torus16x16-bubble-4all", []string{"sim", "--preset", "paper002-torus16x16-bubble", "--injection", "bubble:4-all", "--load", "1.0", "--duration", "15us", "--warmup", "5us"}},
 	// MIN with paper 000's queue schemes (1q, 4q, voqsw, voqnet), corner case 2 scaled to 8-9.7 us
 	{"sim-min64-1q-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=1q", "--duration", "15us", "--warmup", "2us"}},
 	{"sim-min64-4q-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=4q", "--duration", "15us", "--warmup", "2us"}},

@@ -35,6 +35,8 @@ func escapeTable() []EscapeInfo {
 				}
 				return newCube(t, c.Dateline), nil
 			}},
+		{Name: "bubble", Source: "paper 002 §3, §5.1", Description: "dimension order on one escape lane without datelines; bubble flow control lets a packet enter a ring (injection, adaptive to escape, dimension change) only with room for two packets at the ring's next buffer; tori",
+			build: func(t *topo.Topology, _ Config) (escaper, error) { return newBubbleCube(t) }},
 		{Name: "min", Source: "paper 000 §4.1", Description: "destination-selected minimal paths (up, then down) on bidirectional multistage networks",
 			build: func(t *topo.Topology, _ Config) (escaper, error) {
 				if t.Kind != topo.KindMIN {

@@ -13,7 +13,9 @@
 // one path and arrive in order.
 //
 // Escape functions: up*/down* (any topology; spanning tree by BFS from a
-// root), dimension order with dateline virtual lanes (tori and meshes), and
+// root), dimension order with dateline virtual lanes (tori and meshes),
+// dimension order with bubble flow control on tori (one escape lane, no
+// dateline; ring entries need room for two packets, paper 002 §3), and
 // destination-selected minimal paths on bidirectional multistage networks
 // (every minimal path there is up*-then-down*).
 package route
@@ -35,7 +37,7 @@ const (
 // Config is the routing configuration.
 type Config struct {
 	Mode        Mode   `yaml:"mode" json:"mode" doc:"deterministic (escape function only; in order by construction) or adaptive (minimal adaptive lanes with a Duato escape lane)"`
-	Escape      string `yaml:"escape" json:"escape" doc:"escape routing function: auto, updown, dor or min; auto picks dor on tori and meshes, min on multistage networks, updown elsewhere" paper:"004 §4.1"`
+	Escape      string `yaml:"escape" json:"escape" doc:"escape routing function: auto, updown, dor, bubble or min; auto picks dor on tori and meshes, min on multistage networks, updown elsewhere" paper:"004 §4.1; 002 §3 (bubble)"`
 	AdaptiveVLs int    `yaml:"adaptive_vls" json:"adaptive_vls" doc:"virtual lanes for adaptive routing in adaptive mode (escape lanes come on top)" paper:"004 §4.1"`
 	UpDownRoot  int    `yaml:"updown_root" json:"updown_root" doc:"root switch of the up*/down* spanning tree (BFS from it)"`
 	Dateline    bool   `yaml:"dateline" json:"dateline" doc:"use two dateline escape lanes per torus dimension; false builds a cyclic escape function (for deadlock tests only)"`
@@ -76,6 +78,12 @@ type Candidate struct {
 	Port   int32
 	VL     int32
 	Escape bool
+	// Bubble, when above 1, is how many whole packets (this one included)
+	// the output lane must have room for before the packet may take it:
+	// 2 where a packet enters a ring protected by bubble flow control
+	// (paper 002 §3), more where the switch restricts injection (paper
+	// 002 §5.1). 0 is plain virtual cut-through: room for the packet.
+	Bubble int8
 }
 
 // escaper is an escape routing function. It returns the single escape
@@ -102,6 +110,10 @@ type Router struct {
 	hostPort []int32
 	dist     *distTable // minimal paths on general graphs
 	cubeMin  *cube      // minimal paths on tori and meshes
+	// rings is set when the escape function's rings are protected by
+	// bubble flow control (bubble.go): ring entries need room for two
+	// packets.
+	rings bubbleRings
 
 	// CheckNote says what the escape check did ("acyclic: 1,234 channels",
 	// or why it was skipped).
@@ -156,6 +168,7 @@ func New(t *topo.Topology, c Config) (*Router, error) {
 	}
 	r.esc = e
 	r.escVLs = r.esc.vls()
+	r.rings, _ = e.(bubbleRings)
 	if c.Mode == Adaptive {
 		r.adVLs = c.AdaptiveVLs
 	}
@@ -177,6 +190,16 @@ func New(t *topo.Topology, c Config) (*Router, error) {
 
 // Mode returns the routing mode.
 func (r *Router) Mode() Mode { return r.mode }
+
+// Bubble returns how many packets a ring's next buffer must have room for
+// when a packet enters the ring (bubble flow control, paper 002 §3), or 0
+// when the escape function has no bubble.
+func (r *Router) Bubble() int {
+	if r.rings == nil {
+		return 0
+	}
+	return bubblePackets
+}
 
 // EscapeName names the escape function in use.
 func (r *Router) EscapeName() string { return r.esc.name() }
@@ -229,14 +252,21 @@ func (r *Router) Candidates(s, inPort, inVL, dst int, buf []Candidate) []Candida
 			}
 		}
 	}
-	return append(buf, Candidate{Port: int32(ep), VL: int32(ev), Escape: true})
+	c := Candidate{Port: int32(ep), VL: int32(ev), Escape: true}
+	if r.rings != nil && r.rings.ringEntry(inPort, inEscape, ep) {
+		c.Bubble = bubblePackets
+	}
+	return append(buf, c)
 }
 
 // State is the local switch state selection looks at: whether output
 // (port, vl) can take the packet being routed now, and how much room it
-// has (bytes or credits; only the order matters).
+// has (bytes or credits; only the order matters); and, for candidates with
+// a Bubble, whether the output has room for that many packets of the
+// packet's size (asked only then).
 type State interface {
 	Room(port, vl int32) (ok bool, free int)
+	Bubble(port, vl int32, packets int) bool
 }
 
 // Select is the selection function of paper 004 §4.1: "the output port is
@@ -245,8 +275,10 @@ type State interface {
 // the (port, lane) can take the packet now and how many bytes it has free.
 // Among adaptive candidates that can take it, the one with the most room
 // wins (ties go to the earlier candidate); the escape candidate is used only
-// when no adaptive one can. It returns -1 when nothing can take the packet.
-// An interface rather than a closure keeps the per-packet path free of
+// when no adaptive one can. A candidate with a Bubble above 1 can take the
+// packet only when its output has room for that many packets (bubble flow
+// control, paper 002 §3 and §5.1). It returns -1 when nothing can take the
+// packet. An interface rather than a closure keeps the per-packet path free of
 // allocation.
 func Select(cands []Candidate, st State) int {
 	best, bestFree := -1, -1
@@ -255,6 +287,9 @@ func Select(cands []Candidate, st State) int {
 			continue
 		}
 		if ok, free := st.Room(c.Port, c.VL); ok && free > bestFree {
+			if c.Bubble > 1 && !st.Bubble(c.Port, c.VL, int(c.Bubble)) {
+				continue
+			}
 			best, bestFree = i, free
 		}
 	}
@@ -264,6 +299,9 @@ func Select(cands []Candidate, st State) int {
 	for i, c := range cands {
 		if c.Escape {
 			if ok, _ := st.Room(c.Port, c.VL); ok {
+				if c.Bubble > 1 && !st.Bubble(c.Port, c.VL, int(c.Bubble)) {
+					continue
+				}
 				return i
 			}
 		}

@@ -379,6 +379,10 @@ func (r roomTable) Room(port, vl int32) (bool, int) {
 	return f >= r.need, f
 }
 
+func (r roomTable) Bubble(port, vl int32, packets int) bool {
+	return r.free[[2]int32{port, vl}] >= packets*r.need
+}
+
 // TestSelect: the adaptive candidate that can take the packet and has the
 // most room wins, ties to the earlier one; the escape candidate is used
 // only when no adaptive one can take the packet; -1 when nothing can.

@@ -54,7 +54,10 @@ type Summary struct {
 	// input and network-wide, detections, false positives, Xon/Xoff,
 	// exhaustion); absent for other switch architectures.
 	RECNIQ *fabric.RECNIQReport `json:"recn_iq,omitempty"`
-	Run    *model.RunInfo       `json:"run,omitempty"`
+	// Lanes is the transit queue occupation and channel utilisation per
+	// torus direction and lane (run.lane_stats; paper 002 Figures 5, 8, 10).
+	Lanes *fabric.LaneReport `json:"lanes,omitempty"`
+	Run   *model.RunInfo     `json:"run,omitempty"`
 	// Drain is what the drain after the sources stopped found
 	// (run.drain); absent without one.
 	Drain *Drain `json:"drain,omitempty"`
@@ -95,6 +98,9 @@ func RunSim(cfg model.SimConfig, progress model.Progress) (*Summary, error) {
 	syn, err := newSynth(s.Net, s.Eng, cfg.Traffic, HostLink(cfg.Fabric, cfg.NIC), cfg.Run.Seed, end)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Run.LaneStats {
+		s.Fabric.MeasureLanes(cfg.Run.Warmup, des.Microsecond)
 	}
 	start := time.Now()
 	syn.start()
@@ -156,6 +162,7 @@ func summarize(s *model.Session, cfg model.SimConfig, active int) *Summary {
 	sum.DeliveryReport = s.DeliveryReport()
 	sum.RECN = s.Fabric.RECN(m.BinWidth, len(sum.Timeseries))
 	sum.RECNIQ = s.Fabric.RECNIQ(m.BinWidth, len(sum.Timeseries))
+	sum.Lanes = s.Fabric.LaneReport()
 	if qs, ok := s.Fabric.QueueState(); ok {
 		sum.Queues = &qs
 	}
