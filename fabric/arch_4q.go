@@ -27,7 +27,10 @@ func newFourQ(f *Fabric) switchArch {
 	return &fourQArch{schemeBase: schemeBase{cioqArch{vlQueues{f}}, fourQPerLane(0, 0)}}
 }
 
-func fourQKey(p *Packet) int32 { return p.Dst<<4 | int32(p.VL) }
+// fourQKey names a packet's flow at this input: its destination and the
+// lane it arrived on. The lane is inVL, not VL: grant sets VL to the
+// output lane before forward runs, and on a torus the dateline changes it.
+func fourQKey(p *Packet) int32 { return p.Dst<<4 | int32(p.inVL) }
 
 func (a *fourQArch) inIndex(ip *inPort) int { return int(a.f.sw[ip.sw].in[ip.port]) }
 
