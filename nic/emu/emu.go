@@ -81,6 +81,20 @@ type port struct {
 	toFabric, toFabricBytes uint64
 	unknownUnicast, toSelf  uint64
 	delivered, writeRefused uint64
+
+	// Lossless egress (egress.go): room is the device's writer queue when
+	// it can wait for room (nil: a full queue refuses); backlog holds the
+	// delivered frames waiting for room, in order, while the host's NIC
+	// holds its reception. roomWait is set while the loop waits for the
+	// writer's call; the rest is loop-owned.
+	room       frameport.WriteRoomer
+	backlog    []egressFrame
+	holding    bool
+	heldSince  time.Time
+	roomWait   atomic.Bool
+	holds      uint64
+	heldTotal  time.Duration
+	closedHeld uint64 // frames still waiting for room when the daemon stopped
 }
 
 // frameRef is a frame read from a TAP and the copies of it in the fabric.
@@ -133,6 +147,7 @@ type Emulator struct {
 	arrivals   *arrivals // the NICs, with a look at frames' packets for pcap_out
 	quitting   atomic.Bool
 	loopErr    chan error
+	wake       egressWake // schedules a flush of a port's egress backlog
 	closeOnce  sync.Once
 	closeErr   error
 }
@@ -261,6 +276,7 @@ func newEmulator(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 		macs: map[ether.MAC]*port{}, streams: map[[2]int]*stream{},
 		loopErr: make(chan error, 1), arrivals: ep}
 	e.doneFn = e.delivered
+	e.wake = egressWake{e}
 	if len(cfg.TAPs) > n {
 		return nil, fmt.Errorf("%d TAP devices but the fabric (%s) has %d hosts: one TAP per host at most; use fewer TAPs or a larger preset", len(cfg.TAPs), sess.Topo.Name, n)
 	}
@@ -336,6 +352,10 @@ func (e *Emulator) attach() error {
 	for _, p := range e.ports {
 		if mac := p.dev.MAC(); mac != (ether.MAC{}) {
 			e.macs[mac] = p
+		}
+		if r, ok := p.dev.(frameport.WriteRoomer); ok {
+			p.room = r
+			r.OnWriteRoom(func() { e.writerRoom(p) })
 		}
 	}
 	// The pacer maps simulated time zero to now, after the devices are
@@ -497,16 +517,27 @@ func (e *Emulator) delivered(m *nic.Message, at des.Time) {
 	reordered := tag.seq+1 < st.high
 	st.high = max(st.high, tag.seq+1)
 	mm := e.arrivals.take(m)
+	ef := egressFrame{f: nf, tag: tag, at: at}
+	if e.pcap != nil {
+		ef.comment = pcapComment(tag, int64(at-m.Gen), mm, reordered)
+	}
+	e.egress(q, ef)
+}
+
+// write hands a delivered frame to q's writer and lets go of the copy
+// (loop goroutine).
+func (e *Emulator) write(q *port, ef egressFrame) {
+	tag := ef.tag
 	var rec []byte
 	if e.pcap != nil {
 		rec = tag.ref.f.Data // the frame's bytes, still held by its ref
 	}
-	if err := q.dev.Send(nf); err != nil {
+	if err := q.dev.Send(ef.f); err != nil {
 		q.writeRefused++
 	} else {
 		q.delivered++
 		if e.pcap != nil {
-			e.pcap.record(q, e.pacer.WallTime(at), rec, pcapComment(tag, int64(at-m.Gen), mm, reordered))
+			e.pcap.record(q, e.pacer.WallTime(ef.at), rec, ef.comment)
 		}
 	}
 	tag.ref.refs--
@@ -570,6 +601,7 @@ func (e *Emulator) Close() error {
 		if e.start != (time.Time{}) {
 			<-e.pacer.Done()
 		}
+		e.dropBacklogs() // the loop has ended: its state is ours
 		e.closeErr = e.closeDevices()
 		if e.pcap != nil {
 			e.closeErr = errors.Join(e.closeErr, e.pcap.close())

@@ -14,6 +14,7 @@ type Collector struct {
 	invalid, connFrames, connReordered, connRatio    *prometheus.Desc
 	nicRatio, nicRatioAfter, simSeconds, outstanding *prometheus.Desc
 	capFrames, capDropped                            *prometheus.Desc // bgcapture.go
+	egressHolds, egressHeld, egressBacklog           *prometheus.Desc // egress.go
 }
 
 // NewCollector returns a collector reading status.
@@ -40,6 +41,9 @@ func NewCollector(status StatusFunc) *Collector {
 		connRatio:     d("conn_reordered_ratio", "RFC 4737 §4.1 reordered ratio of frames at TAP egress.", "src", "dst"),
 		nicRatio:      d("nic_reordered_ratio", "RFC 4737 reordered ratio of packets at NIC arrival (before rearrangement), all streams."),
 		nicRatioAfter: d("nic_reordered_ratio_after_rearrangement", "RFC 4737 reordered ratio of packets delivered to hosts after rearrangement (adaptive-inorder)."),
+		egressHolds:   d("tap_egress_holds_total", "Times a TAP's writer queue was full, so its NIC held reception and the fabric backed up (lossless egress).", "tap"),
+		egressHeld:    d("tap_egress_held_seconds_total", "Wall time a TAP's NIC held reception for its writer.", "tap"),
+		egressBacklog: d("tap_egress_backlog_frames", "Frames delivered to a TAP and waiting for room in its writer queue.", "tap"),
 		capFrames:     d("background_capture_frames_total", "Frames of background.capture by stage: matched, captured (into the ring buffer), read, submitted (to the model), late (after the model stopped), sent (into the fabric), local, unmapped, unplaced.", "iface", "stage"),
 		capDropped:    d("background_capture_ring_dropped_frames_total", "Frames of background.capture the ring buffer had no room for (counted by the kernel).", "iface"),
 	}
@@ -49,7 +53,8 @@ func NewCollector(status StatusFunc) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.frames, c.bytes, c.refused, c.stalls, c.boundary, c.outstanding,
 		c.accepted, c.packets, c.latency, c.simSeconds, c.lag, c.intervals, c.invalid,
-		c.connFrames, c.connReordered, c.connRatio, c.nicRatio, c.nicRatioAfter, c.capFrames, c.capDropped} {
+		c.connFrames, c.connReordered, c.connRatio, c.nicRatio, c.nicRatioAfter, c.capFrames, c.capDropped,
+		c.egressHolds, c.egressHeld, c.egressBacklog} {
 		ch <- d
 	}
 }
@@ -83,6 +88,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.boundary, float64(h.UnknownUnicast), h.TAP, "unknown_unicast")
 		counter(c.boundary, float64(h.ToSelf), h.TAP, "to_self")
 		gauge(c.outstanding, float64(h.Outstanding), h.TAP)
+		counter(c.egressHolds, float64(h.EgressHolds), h.TAP)
+		counter(c.egressHeld, h.EgressHeldSeconds, h.TAP)
+		gauge(c.egressBacklog, float64(h.EgressBacklog), h.TAP)
 	}
 	counter(c.accepted, float64(st.Fabric.DeliveredBytes))
 	counter(c.packets, float64(st.Fabric.DeliveredPackets))

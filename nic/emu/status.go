@@ -75,10 +75,22 @@ type HostStatus struct {
 	UnknownUnicast uint64 `json:"unknown_unicast"`
 	ToSelf         uint64 `json:"to_self"`
 	// Delivered frames handed to this device's writer; WriteRefused those
-	// its writer queue refused (counted by cause in OutRefused).
+	// its writer refused (counted by cause in OutRefused). With lossless
+	// egress a full writer queue refuses nothing: the frame waits.
 	Delivered    uint64 `json:"delivered"`
 	WriteRefused uint64 `json:"write_refused"`
-	Outstanding  int    `json:"outstanding_bytes"`
+	// Lossless egress (egress.go). EgressHolds counts the times this
+	// device's writer queue was full, so its NIC held reception and the
+	// fabric backed up; EgressHeldSeconds is the wall time held in all;
+	// EgressBacklog the delivered frames waiting for the writer now;
+	// HeldPackets the packets waiting in the NIC's reception buffer now;
+	// ClosedHeld the frames still waiting when the daemon stopped.
+	EgressHolds       uint64  `json:"egress_holds"`
+	EgressHeldSeconds float64 `json:"egress_held_seconds"`
+	EgressBacklog     int     `json:"egress_backlog"`
+	HeldPackets       int     `json:"held_packets"`
+	ClosedHeld        uint64  `json:"closed_held,omitempty"`
+	Outstanding       int     `json:"outstanding_bytes"`
 	// Path is where the wall time of this host's frames went.
 	Path FramePath `json:"path_ns"`
 }
@@ -163,7 +175,9 @@ func (e *Emulator) status() *Status {
 			InRefused: causes(ds.InRefused), OutRefused: causes(ds.OutRefused),
 			ReaderStalls: ds.Stalls + p.readerStalls.Load(), AdmitStalls: p.stalls.Load(),
 			ToFabric: p.toFabric, ToFabricBytes: p.toFabricBytes, UnknownUnicast: p.unknownUnicast, ToSelf: p.toSelf,
-			Delivered: p.delivered, WriteRefused: p.writeRefused}
+			Delivered: p.delivered, WriteRefused: p.writeRefused,
+			EgressHolds: p.holds, EgressHeldSeconds: p.heldFor().Seconds(), EgressBacklog: len(p.backlog),
+			HeldPackets: s.Fabric.HeldPackets(p.host), ClosedHeld: p.closedHeld}
 		wt := p.dev.WriteTiming()
 		h.Path = FramePath{ReadToSubmit: p.tSubmit.Summarize(1), SubmitToIngress: p.tIngress.Summarize(1),
 			Model: p.tModel.Summarize(1), Egress: p.tEgress.Summarize(1), WriterQueue: wt.Queue.Summarize(1), Write: wt.Write.Summarize(1)}

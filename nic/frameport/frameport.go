@@ -87,6 +87,19 @@ type Port interface {
 	Close() error
 }
 
+// WriteRoomer is a Port whose consumer can wait for room in the writer
+// queue instead of having frames refused: the daemon's lossless egress.
+// The consumer is the queue's only sender, so room it sees stays there
+// until it sends.
+type WriteRoomer interface {
+	// WriteRoom returns how many more frames Send would queue now.
+	WriteRoom() int
+	// OnWriteRoom sets fn, which the writer calls on its own goroutine
+	// each time it takes a frame from its queue (room for one more). fn
+	// must be quick and must not block; nil removes it.
+	OnWriteRoom(fn func())
+}
+
 // Errors of the contract. Frame-size errors are ether.ErrTooShort and
 // ether.ErrTooLong.
 var (

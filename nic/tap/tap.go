@@ -156,6 +156,7 @@ type Device struct {
 	txMu     sync.RWMutex // guards txClosed against Send racing Close
 	txClosed bool
 	txq      chan *Frame
+	roomFn   atomic.Pointer[func()] // OnWriteRoom's callback
 
 	startOnce sync.Once
 	started   atomic.Bool
@@ -171,6 +172,7 @@ type Device struct {
 
 // A Device is a frame port.
 var _ frameport.Port = (*Device)(nil)
+var _ frameport.WriteRoomer = (*Device)(nil)
 
 // Create reclaims a stale device of the same name, creates the TAP device,
 // sets its MAC and MTU, moves it into cfg.Netns if set, adds cfg.Addrs and
