@@ -99,11 +99,11 @@ func writeStatus(w io.Writer, st *emu.Status) error {
 		fmt.Fprintln(w)
 	}
 
-	hosts := &report.Table{Title: "TAP hosts", Columns: cols("tap", "host", "netns", "frames in", "bytes in", "frames out", "bytes out", "refused in/out", "unknown unicast", "stalls reader/admit", "egress holds (s)")}
+	hosts := &report.Table{Title: "TAP hosts", Columns: cols("tap", "host", "netns", "frames in", "bytes in", "frames out", "bytes out", "refused in/out (kernel)", "unknown unicast", "stalls reader/admit", "egress holds (s)")}
 	for _, h := range st.Hosts {
 		hosts.Rows = append(hosts.Rows, []string{h.TAP, fmt.Sprint(h.Host), h.Netns,
 			report.FormatUint(h.FramesIn), report.FormatUint(h.BytesIn), report.FormatUint(h.FramesOut), report.FormatUint(h.BytesOut),
-			fmt.Sprintf("%d/%d", sum(h.InRefused), sum(h.OutRefused)), report.FormatUint(h.UnknownUnicast),
+			fmt.Sprintf("%d/%d (%d/%d)", sum(h.InRefused), sum(h.OutRefused), h.InRefused["kernel"], h.OutRefused["kernel"]), report.FormatUint(h.UnknownUnicast),
 			fmt.Sprintf("%d/%d", h.ReaderStalls, h.AdmitStalls), fmt.Sprintf("%d (%s)", h.EgressHolds, f3(h.EgressHeldSeconds))})
 	}
 	if err := hosts.Write(w); err != nil {

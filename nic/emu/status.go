@@ -55,7 +55,11 @@ type HostStatus struct {
 	Netns string `json:"netns,omitempty"`
 	MAC   string `json:"mac"`
 	Host  int    `json:"host"`
-	// Port counters (nic/frameport): frames read and written, refusals by cause.
+	// Port counters (nic/frameport): frames read and written, refusals by
+	// cause. Cause kernel is the device's own count of frames its kernel
+	// side dropped: in, its queue to the daemon was full (a TAP's
+	// tx_dropped); out, the kernel dropped a frame the daemon wrote
+	// (rx_dropped).
 	FramesIn   uint64            `json:"frames_in"`
 	BytesIn    uint64            `json:"bytes_in"`
 	FramesOut  uint64            `json:"frames_out"`
@@ -90,7 +94,10 @@ type HostStatus struct {
 	EgressBacklog     int     `json:"egress_backlog"`
 	HeldPackets       int     `json:"held_packets"`
 	ClosedHeld        uint64  `json:"closed_held,omitempty"`
-	Outstanding       int     `json:"outstanding_bytes"`
+	// KernelStatsError says why the kernel's drop counts (InRefused and
+	// OutRefused by cause kernel) could not be read; empty when they were.
+	KernelStatsError string `json:"kernel_stats_error,omitempty"`
+	Outstanding      int    `json:"outstanding_bytes"`
 	// Path is where the wall time of this host's frames went.
 	Path FramePath `json:"path_ns"`
 }
@@ -141,7 +148,28 @@ func (e *Emulator) Status() (*Status, error) {
 		return nil, err
 	}
 	st.Pacer = e.pacer.Snapshot()
+	e.kernelDrops(st)
 	return st, nil
+}
+
+// kernelDrops adds the frames each device's kernel side dropped
+// (frameport.KernelDropper: a TAP's link statistics) as refusals by cause
+// kernel. It asks the kernel, so it runs off the loop goroutine.
+func (e *Emulator) kernelDrops(st *Status) {
+	for i, p := range e.ports {
+		kd, ok := p.dev.(frameport.KernelDropper)
+		if !ok || i >= len(st.Hosts) {
+			continue
+		}
+		h := &st.Hosts[i]
+		in, out, err := kd.KernelDrops()
+		if err != nil {
+			h.KernelStatsError = err.Error()
+			continue
+		}
+		h.InRefused[frameport.CauseKernel.String()] += in
+		h.OutRefused[frameport.CauseKernel.String()] += out
+	}
 }
 
 // status runs on the loop goroutine.

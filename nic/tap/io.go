@@ -34,6 +34,7 @@ const (
 	CauseTooLong    = frameport.CauseTooLong    // payload longer than the MTU
 	CauseWriteError = frameport.CauseWriteError // the kernel refused the write (e.g. device down)
 	CauseClosed     = frameport.CauseClosed     // offered or read while the device was closing
+	CauseKernel     = frameport.CauseKernel     // dropped by the kernel (KernelDrops)
 	NumCauses       = frameport.NumCauses
 )
 
