@@ -85,8 +85,12 @@ func writeStatus(w io.Writer, st *emu.Status) error {
 	p := st.Pacer
 	fmt.Fprintf(w, "fabemu daemon: up %.0f s, preset %s (%s), delivery %s, routing %s, background hosts %d\n",
 		st.UptimeSeconds, st.Preset, st.Topology, st.Delivery, st.Routing, st.BackgroundHosts)
-	fmt.Fprintf(w, "pacing: simulated %.3f s; lag p50 / p99 / max %s / %s / %s us; intervals not real-time valid %d of %d (threshold %v); inputs refused %d\n",
-		st.Fabric.SimSeconds, f3(p.Lag.P50/1e3), f3(p.Lag.P99/1e3), f3(p.Lag.Max/1e3), p.Invalid, p.Intervals, p.LagThreshold, p.InputsRefused)
+	fmt.Fprintf(w, "pacing: simulated %.3f s; lag p50 / p99 / max %s / %s / %s us (wake-ups %s / %s / %s, excess %s / %s / %s); behind %s us\n",
+		st.Fabric.SimSeconds, f3(p.Lag.P50/1e3), f3(p.Lag.P99/1e3), f3(p.Lag.Max/1e3),
+		f3(p.WakeLag.P50/1e3), f3(p.WakeLag.P99/1e3), f3(p.WakeLag.Max/1e3),
+		f3(p.ExcessLag.P50/1e3), f3(p.ExcessLag.P99/1e3), f3(p.ExcessLag.Max/1e3), f3(float64(p.Behind)/1e3))
+	fmt.Fprintf(w, "real time: valid %.1f%% of the time; intervals not valid %d of %d (excess lag over %v); inputs refused %d\n",
+		100*p.ValidFraction, p.Invalid, p.Intervals, p.LagThreshold, p.InputsRefused)
 	fmt.Fprintf(w, "fabric: %s packets delivered, %.3f Gb/s accepted (payload, simulated time), latency p50 / p99 %s / %s ns\n\n",
 		report.FormatUint(st.Fabric.DeliveredPackets), st.Fabric.AcceptedGbps, f3(st.Fabric.LatencyNs.P50), f3(st.Fabric.LatencyNs.P99))
 	if c := st.BackgroundCapture; c != nil {

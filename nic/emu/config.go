@@ -102,7 +102,7 @@ type BackgroundConfig struct {
 // PacingConfig is how the model follows the wall clock.
 type PacingConfig struct {
 	Dilation     float64  `yaml:"dilation" json:"dilation" doc:"wall seconds per simulated second: 1 = real time, 10 = the fabric runs ten times slower than the wall clock"`
-	LagThreshold Duration `yaml:"lag_threshold" json:"lag_threshold" unit:"time" doc:"lag above which a one-second interval is marked not real-time valid"`
+	LagThreshold Duration `yaml:"lag_threshold" json:"lag_threshold" unit:"time" doc:"excess lag (an event's lag beyond the loop's own oversleep of a timed sleep) above which a one-second interval is marked not real-time valid"`
 	Spin         Duration `yaml:"spin" json:"spin" unit:"time" doc:"poll instead of sleeping when the next event is this close (lower latency, more CPU)"`
 	PreciseTimer bool     `yaml:"precise_timer" doc:"sleep on a timerfd: no millisecond overshoot of sub-millisecond sleeps (lower lag), but a slower wake-up on input (higher ping round trip)"`
 }

@@ -15,6 +15,7 @@ type Collector struct {
 	nicRatio, nicRatioAfter, simSeconds, outstanding *prometheus.Desc
 	capFrames, capDropped                            *prometheus.Desc // bgcapture.go
 	egressHolds, egressHeld, egressBacklog           *prometheus.Desc // egress.go
+	wakeLag, excessLag, validFraction, behind        *prometheus.Desc
 }
 
 // NewCollector returns a collector reading status.
@@ -35,7 +36,11 @@ func NewCollector(status StatusFunc) *Collector {
 		simSeconds:    d("sim_seconds", "Simulated time reached."),
 		lag:           d("lag_seconds", "How late events ran behind the wall clock.", "quantile"),
 		intervals:     d("realtime_intervals_total", "Finished real-time validity intervals."),
-		invalid:       d("realtime_invalid_intervals_total", "Intervals whose lag exceeded the threshold (not real-time valid)."),
+		invalid:       d("realtime_invalid_intervals_total", "Intervals whose excess lag exceeded the threshold (not real-time valid)."),
+		validFraction: d("realtime_valid_fraction", "Fraction of the finished intervals (of the time) that were real-time valid."),
+		wakeLag:       d("wake_lag_seconds", "How late the loop woke from its timed sleeps (timer granularity, scheduling).", "quantile"),
+		excessLag:     d("excess_lag_seconds", "Event lag beyond the loop's oversleep: how far the model was behind.", "quantile"),
+		behind:        d("behind_seconds", "How far behind the wall clock the loop's oldest due event was at its last look."),
 		connFrames:    d("conn_frames_total", "Frames delivered per TAP-to-TAP stream.", "src", "dst"),
 		connReordered: d("conn_reordered_frames_total", "Frames reordered at TAP egress (RFC 4737 §3), ground truth numbered at ingress.", "src", "dst"),
 		connRatio:     d("conn_reordered_ratio", "RFC 4737 §4.1 reordered ratio of frames at TAP egress.", "src", "dst"),
@@ -54,7 +59,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.frames, c.bytes, c.refused, c.stalls, c.boundary, c.outstanding,
 		c.accepted, c.packets, c.latency, c.simSeconds, c.lag, c.intervals, c.invalid,
 		c.connFrames, c.connReordered, c.connRatio, c.nicRatio, c.nicRatioAfter, c.capFrames, c.capDropped,
-		c.egressHolds, c.egressHeld, c.egressBacklog} {
+		c.egressHolds, c.egressHeld, c.egressBacklog, c.wakeLag, c.excessLag, c.validFraction, c.behind} {
 		ch <- d
 	}
 }
@@ -103,6 +108,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.latency, q.lat/1e9, q.q)
 		gauge(c.lag, q.lag/1e9, q.q)
 	}
+	for q, v := range map[string][2]float64{"0.5": {st.Pacer.WakeLag.P50, st.Pacer.ExcessLag.P50},
+		"0.99": {st.Pacer.WakeLag.P99, st.Pacer.ExcessLag.P99}, "1": {st.Pacer.WakeLag.Max, st.Pacer.ExcessLag.Max}} {
+		gauge(c.wakeLag, v[0]/1e9, q)
+		gauge(c.excessLag, v[1]/1e9, q)
+	}
+	gauge(c.validFraction, st.Pacer.ValidFraction)
+	gauge(c.behind, st.Pacer.Behind.Seconds())
 	counter(c.intervals, float64(st.Pacer.Intervals))
 	counter(c.invalid, float64(st.Pacer.Invalid))
 	for _, cs := range st.Connections {
