@@ -103,12 +103,12 @@ func writeStatus(w io.Writer, st *emu.Status) error {
 		fmt.Fprintln(w)
 	}
 
-	hosts := &report.Table{Title: "TAP hosts", Columns: cols("tap", "host", "netns", "frames in", "bytes in", "frames out", "bytes out", "refused in/out (kernel)", "unknown unicast", "stalls reader/admit", "egress holds (s)")}
+	hosts := &report.Table{Title: "TAP hosts", Columns: cols("tap", "host", "netns", "frames in", "bytes in", "frames out", "bytes out", "refused in/out (kernel)", "unknown unicast", "stalls reader/admit/lag", "egress holds (s)")}
 	for _, h := range st.Hosts {
 		hosts.Rows = append(hosts.Rows, []string{h.TAP, fmt.Sprint(h.Host), h.Netns,
 			report.FormatUint(h.FramesIn), report.FormatUint(h.BytesIn), report.FormatUint(h.FramesOut), report.FormatUint(h.BytesOut),
 			fmt.Sprintf("%d/%d (%d/%d)", sum(h.InRefused), sum(h.OutRefused), h.InRefused["kernel"], h.OutRefused["kernel"]), report.FormatUint(h.UnknownUnicast),
-			fmt.Sprintf("%d/%d", h.ReaderStalls, h.AdmitStalls), fmt.Sprintf("%d (%s)", h.EgressHolds, f3(h.EgressHeldSeconds))})
+			fmt.Sprintf("%d/%d/%d", h.ReaderStalls, h.AdmitStalls, h.LagStalls), fmt.Sprintf("%d (%s)", h.EgressHolds, f3(h.EgressHeldSeconds))})
 	}
 	if err := hosts.Write(w); err != nil {
 		return err

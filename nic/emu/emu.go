@@ -73,6 +73,9 @@ type port struct {
 	// readerStalls counts the reader's waits for room in the pacer's input
 	// queue (the device's own Stats.Stalls counts its other waits).
 	readerStalls atomic.Uint64
+	// lagStalls counts the reader's waits for the model to catch up
+	// (pacing.max_lag, lag.go).
+	lagStalls atomic.Uint64
 
 	// loop-owned wall-clock timing of frames read from this device, ns
 	tSubmit, tIngress, tModel, tEgress hist.Hist
@@ -150,6 +153,7 @@ type Emulator struct {
 	wake       egressWake // schedules a flush of a port's egress backlog
 	closeOnce  sync.Once
 	closeErr   error
+	lagWarn    lagWarner
 }
 
 // checkStaleNetns refuses to reclaim a namespace that is not stale: one a
@@ -392,7 +396,7 @@ func (e *Emulator) Start() error {
 // is stopping.
 func (e *Emulator) submit(p *port, f *frameport.Frame) bool {
 	cost := len(f.Data)
-	if !e.acquire(p, cost) {
+	if !e.awaitLag(p) || !e.acquire(p, cost) {
 		return false
 	}
 	sub := time.Now()

@@ -27,7 +27,7 @@ func NewCollector(status StatusFunc) *Collector {
 		frames:        d("tap_frames_total", "Frames read from (in) or written to (out) a TAP device.", "tap", "direction"),
 		bytes:         d("tap_bytes_total", "Bytes read from (in) or written to (out) a TAP device.", "tap", "direction"),
 		refused:       d("tap_refused_frames_total", "Frames refused at the TAP boundary, by direction and cause.", "tap", "direction", "cause"),
-		stalls:        d("tap_stalls_total", "Times reading a TAP stopped for backpressure: reader (inbound queue full) or admit (too many bytes in the fabric).", "tap", "kind"),
+		stalls:        d("tap_stalls_total", "Times reading a TAP stopped for backpressure: reader (inbound queue full), admit (too many bytes in the fabric) or lag (the model more than pacing.max_lag behind).", "tap", "kind"),
 		boundary:      d("tap_dropped_frames_total", "Frames dropped at the boundary by the emulator: unknown_unicast or to_self.", "tap", "cause"),
 		outstanding:   d("tap_outstanding_bytes", "Bytes read from a TAP and not yet delivered everywhere.", "tap"),
 		accepted:      d("fabric_delivered_payload_bytes_total", "Payload bytes the fabric delivered to hosts (TAP and background)."),
@@ -90,6 +90,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter(c.stalls, float64(h.ReaderStalls), h.TAP, "reader")
 		counter(c.stalls, float64(h.AdmitStalls), h.TAP, "admit")
+		counter(c.stalls, float64(h.LagStalls), h.TAP, "lag")
 		counter(c.boundary, float64(h.UnknownUnicast), h.TAP, "unknown_unicast")
 		counter(c.boundary, float64(h.ToSelf), h.TAP, "to_self")
 		gauge(c.outstanding, float64(h.Outstanding), h.TAP)

@@ -71,6 +71,9 @@ type HostStatus struct {
 	// bytes in the fabric, so reading stopped until some were delivered.
 	ReaderStalls uint64 `json:"reader_stalls"`
 	AdmitStalls  uint64 `json:"admit_stalls"`
+	// LagStalls counts how often reading stopped because the model was
+	// more than pacing.max_lag behind the wall clock.
+	LagStalls uint64 `json:"lag_stalls"`
 	// ToFabric counts message copies sent into the fabric (a broadcast
 	// frame makes one per other TAP); UnknownUnicast and ToSelf frames
 	// were dropped at the boundary.
@@ -201,7 +204,7 @@ func (e *Emulator) status() *Status {
 		h := HostStatus{TAP: p.cfg.Name, Netns: p.cfg.Netns, MAC: p.dev.MAC().String(), Host: p.host,
 			FramesIn: ds.FramesIn, BytesIn: ds.BytesIn, FramesOut: ds.FramesOut, BytesOut: ds.BytesOut,
 			InRefused: causes(ds.InRefused), OutRefused: causes(ds.OutRefused),
-			ReaderStalls: ds.Stalls + p.readerStalls.Load(), AdmitStalls: p.stalls.Load(),
+			ReaderStalls: ds.Stalls + p.readerStalls.Load(), AdmitStalls: p.stalls.Load(), LagStalls: p.lagStalls.Load(),
 			ToFabric: p.toFabric, ToFabricBytes: p.toFabricBytes, UnknownUnicast: p.unknownUnicast, ToSelf: p.toSelf,
 			Delivered: p.delivered, WriteRefused: p.writeRefused,
 			EgressHolds: p.holds, EgressHeldSeconds: p.heldFor().Seconds(), EgressBacklog: len(p.backlog),
