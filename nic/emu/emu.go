@@ -154,6 +154,7 @@ type Emulator struct {
 	closeOnce  sync.Once
 	closeErr   error
 	lagWarn    lagWarner
+	rates      rateState
 }
 
 // checkStaleNetns refuses to reclaim a namespace that is not stale: one a

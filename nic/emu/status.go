@@ -38,6 +38,9 @@ type Status struct {
 	// NIC holds the NICs' own packet-level figures: order at NIC arrival
 	// (before rearrangement) and after it, rearrangement memory, waste.
 	NIC nic.DeliveryReport `json:"nic"`
+	// Rates are the current rates: over the last one to two seconds, not
+	// since the start (rates.go).
+	Rates Rates `json:"rates"`
 }
 
 // FabricStatus is the fabric-wide traffic since the start.
@@ -152,6 +155,7 @@ func (e *Emulator) Status() (*Status, error) {
 	}
 	st.Pacer = e.pacer.Snapshot()
 	e.kernelDrops(st)
+	st.Rates = e.sampleRates(st, time.Now())
 	return st, nil
 }
 
