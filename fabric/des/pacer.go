@@ -173,6 +173,7 @@ type Pacer struct {
 	excess      hist.Hist // ns: lag beyond the oversleep
 	asked       time.Time // when the last timed sleep asked to wake
 	woke        time.Time // when it woke (zero before the first)
+	timerWoke   bool      // woken by its timer: poll's first look sets woke
 	behind      atomic.Int64
 	ivStart     time.Time
 	ivMax       time.Duration
@@ -334,13 +335,14 @@ func (p *Pacer) Run() error {
 		if wait < 0 || wait > p.cfg.Interval {
 			wait = p.cfg.Interval
 		}
-		p.sleep(now, wait)
+		p.sleep(wait)
 	}
 }
 
-// sleep blocks until an input, a call, Stop or wait has passed since now.
-// Woken by its timer, it notes how late (the oversleep).
-func (p *Pacer) sleep(now time.Time, wait time.Duration) {
+// sleep blocks until an input, a call, Stop or wait has passed. It notes
+// when it asked to wake and when it woke, and, woken by its timer, how
+// late (the oversleep).
+func (p *Pacer) sleep(wait time.Duration) {
 	var tc <-chan time.Time
 	var stop func()
 	if p.hr != nil {
@@ -353,16 +355,26 @@ func (p *Pacer) sleep(now time.Time, wait time.Duration) {
 		t := p.clock.NewTimer(wait)
 		tc, stop = t.C(), func() { t.Stop() }
 	}
+	// However it was woken (its timer, an input, a call), the loop is
+	// late for what was due from when it asked to wake if it woke after.
+	// The timer counts from now, not from the caller's now, which may be
+	// a few events old: the time those events took is the loop's own lag.
+	p.asked = p.clock.Now().Add(wait)
 	select {
 	case in := <-p.in:
 		stop()
+		p.woke = p.clock.Now()
 		p.admit(in)
 	case fn := <-p.calls:
 		stop()
+		p.woke = p.clock.Now()
 		fn()
 	case <-tc:
-		p.asked, p.woke = now.Add(wait), p.clock.Now()
+		p.woke = p.clock.Now()
 		p.wake.Add(int64(max(0, p.woke.Sub(p.asked))))
+		// Nothing runs before the loop's next look: the wake-up ends
+		// there (a preemption in between is the wake-up's too).
+		p.timerWoke = true
 	case <-p.stop:
 		stop()
 	}
@@ -379,7 +391,11 @@ func (p *Pacer) excessLag(due time.Time, lag time.Duration) time.Duration {
 	if due.After(from) {
 		from = due
 	}
-	return max(0, lag-p.woke.Sub(from))
+	credit := p.woke.Sub(from)
+	if credit <= 0 {
+		return lag
+	}
+	return max(0, lag-credit)
 }
 
 // spin polls for inputs until the wall time due, without sleeping.
@@ -423,6 +439,9 @@ const clockEvery = 32
 // wall time it last read.
 func (p *Pacer) poll() time.Time {
 	now := p.clock.Now()
+	if p.timerWoke {
+		p.woke, p.timerWoke = now, false
+	}
 	for {
 		// Admit what is queued (bounded, so events cannot starve).
 		for i := 0; i < 256; i++ {
