@@ -292,6 +292,11 @@ type Fabric struct {
 	nextID uint64
 	Stats  Stats
 
+	// rxHold is the hosts' reception holds (reception.go), nil until the
+	// first; rxHeld counts the hosts holding now.
+	rxHold []rxHold
+	rxHeld int
+
 	// deadlock watchdog
 	progress     uint64
 	lastProgress uint64
@@ -555,11 +560,13 @@ func (f *Fabric) arrive(i int32, p *Packet) {
 	ip := &f.in[i]
 	p.inVL = p.VL
 	if ip.sw < 0 {
-		// The NIC drains its reception buffer at once; the credits go back.
-		f.freeInput(i, int(p.VL), p.blocks)
-		f.Stats.Delivered++
-		f.progress++
-		f.ep.Deliver(int(ip.host), p, f.eng.Now())
+		// The NIC drains its reception buffer at once and the credits go
+		// back, unless its host holds reception (reception.go).
+		if f.rxHold != nil && f.rxHold[ip.host].on {
+			f.rxHold[ip.host].held.push(p)
+			return
+		}
+		f.receive(i, p)
 		return
 	}
 	q := &ip.queues[f.arch.enqueue(ip, p)]

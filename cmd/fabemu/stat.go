@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/fabemu/fabemu/internal/hist"
@@ -20,7 +23,8 @@ func init() { register(newStatCmd) }
 
 func newStatCmd() *cobra.Command {
 	var socket string
-	var asJSON bool
+	var asJSON, watch bool
+	var every time.Duration
 	cmd := &cobra.Command{
 		Use:   "stat",
 		Short: "Query a running daemon: pacing, TAP hosts and per-connection order metrics",
@@ -28,27 +32,68 @@ func newStatCmd() *cobra.Command {
 unix socket and print the status as tables, or as JSON with --json.
 Per connection (source TAP > destination TAP) it shows the frames and the
 RFC 4737 / RFC 5236 order figures measured on ground truth: frames are
-numbered at ingress and their order is evaluated at egress.`,
+numbered at ingress and their order is evaluated at egress. The current
+rates are over the last one to two seconds. With --watch the status is
+redrawn every --interval until Ctrl-C (with --json, one status per line).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			body, err := fetchStatus(cmd.Context(), socket)
-			if err != nil {
-				return err
+			if !watch {
+				return statOnce(cmd.Context(), cmd.OutOrStdout(), socket, asJSON, false)
 			}
-			if asJSON {
-				_, err := cmd.OutOrStdout().Write(body)
-				return err
+			if every < 100*time.Millisecond {
+				return fmt.Errorf("--interval %v: want at least 100ms", every)
 			}
-			var st emu.Status
-			if err := json.Unmarshal(body, &st); err != nil {
-				return fmt.Errorf("daemon at %s: bad status: %w", socket, err)
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				if err := statOnce(ctx, cmd.OutOrStdout(), socket, asJSON, true); err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+				select {
+				case <-ctx.Done():
+					if !asJSON {
+						fmt.Fprintln(cmd.OutOrStdout())
+					}
+					return nil
+				case <-t.C:
+				}
 			}
-			return writeStatus(cmd.OutOrStdout(), &st)
 		},
 	}
 	cmd.Flags().StringVar(&socket, "socket", emu.DefaultSocket, "control API unix socket of the daemon")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	cmd.Flags().BoolVar(&watch, "watch", false, "redraw the status every --interval until Ctrl-C")
+	cmd.Flags().DurationVar(&every, "interval", time.Second, "refresh interval of --watch (at least 100ms)")
 	return cmd
+}
+
+// statOnce fetches and prints the status once; redraw clears the terminal
+// first (--watch).
+func statOnce(ctx context.Context, w io.Writer, socket string, asJSON, redraw bool) error {
+	body, err := fetchStatus(ctx, socket)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if redraw {
+			body = append(bytes.TrimSpace(body), '\n')
+		}
+		_, err := w.Write(body)
+		return err
+	}
+	var st emu.Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		return fmt.Errorf("daemon at %s: bad status: %w", socket, err)
+	}
+	if redraw {
+		fmt.Fprint(w, "\x1b[H\x1b[2J") // cursor home, clear screen
+	}
+	return writeStatus(w, &st)
 }
 
 func fetchStatus(ctx context.Context, socket string) ([]byte, error) {
@@ -85,8 +130,12 @@ func writeStatus(w io.Writer, st *emu.Status) error {
 	p := st.Pacer
 	fmt.Fprintf(w, "fabemu daemon: up %.0f s, preset %s (%s), delivery %s, routing %s, background hosts %d\n",
 		st.UptimeSeconds, st.Preset, st.Topology, st.Delivery, st.Routing, st.BackgroundHosts)
-	fmt.Fprintf(w, "pacing: simulated %.3f s; lag p50 / p99 / max %s / %s / %s us; intervals not real-time valid %d of %d (threshold %v); inputs refused %d\n",
-		st.Fabric.SimSeconds, f3(p.Lag.P50/1e3), f3(p.Lag.P99/1e3), f3(p.Lag.Max/1e3), p.Invalid, p.Intervals, p.LagThreshold, p.InputsRefused)
+	fmt.Fprintf(w, "pacing: simulated %.3f s; lag p50 / p99 / max %s / %s / %s us (wake-ups %s / %s / %s, excess %s / %s / %s); behind %s us\n",
+		st.Fabric.SimSeconds, f3(p.Lag.P50/1e3), f3(p.Lag.P99/1e3), f3(p.Lag.Max/1e3),
+		f3(p.WakeLag.P50/1e3), f3(p.WakeLag.P99/1e3), f3(p.WakeLag.Max/1e3),
+		f3(p.ExcessLag.P50/1e3), f3(p.ExcessLag.P99/1e3), f3(p.ExcessLag.Max/1e3), f3(float64(p.Behind)/1e3))
+	fmt.Fprintf(w, "real time: valid %.1f%% of the time; intervals not valid %d of %d (excess lag over %v); inputs refused %d\n",
+		100*p.ValidFraction, p.Invalid, p.Intervals, p.LagThreshold, p.InputsRefused)
 	fmt.Fprintf(w, "fabric: %s packets delivered, %.3f Gb/s accepted (payload, simulated time), latency p50 / p99 %s / %s ns\n\n",
 		report.FormatUint(st.Fabric.DeliveredPackets), st.Fabric.AcceptedGbps, f3(st.Fabric.LatencyNs.P50), f3(st.Fabric.LatencyNs.P99))
 	if c := st.BackgroundCapture; c != nil {
@@ -99,14 +148,25 @@ func writeStatus(w io.Writer, st *emu.Status) error {
 		fmt.Fprintln(w)
 	}
 
-	hosts := &report.Table{Title: "TAP hosts", Columns: cols("tap", "host", "netns", "frames in", "bytes in", "frames out", "bytes out", "refused in/out", "unknown unicast", "stalls reader/admit")}
+	hosts := &report.Table{Title: "TAP hosts", Columns: cols("tap", "host", "netns", "frames in", "bytes in", "frames out", "bytes out", "refused in/out (kernel)", "unknown unicast", "stalls reader/admit/lag", "egress holds (s)")}
 	for _, h := range st.Hosts {
 		hosts.Rows = append(hosts.Rows, []string{h.TAP, fmt.Sprint(h.Host), h.Netns,
 			report.FormatUint(h.FramesIn), report.FormatUint(h.BytesIn), report.FormatUint(h.FramesOut), report.FormatUint(h.BytesOut),
-			fmt.Sprintf("%d/%d", sum(h.InRefused), sum(h.OutRefused)), report.FormatUint(h.UnknownUnicast),
-			fmt.Sprintf("%d/%d", h.ReaderStalls, h.AdmitStalls)})
+			fmt.Sprintf("%d/%d (%d/%d)", sum(h.InRefused), sum(h.OutRefused), h.InRefused["kernel"], h.OutRefused["kernel"]), report.FormatUint(h.UnknownUnicast),
+			fmt.Sprintf("%d/%d/%d", h.ReaderStalls, h.AdmitStalls, h.LagStalls), fmt.Sprintf("%d (%s)", h.EgressHolds, f3(h.EgressHeldSeconds))})
 	}
 	if err := hosts.Write(w); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	r := st.Rates
+	rates := &report.Table{Title: fmt.Sprintf("Current rates over the last %.1f s (fabric: %.3f Gb/s accepted, simulated time)", r.WindowSeconds, r.FabricGbps),
+		Columns: cols("tap", "frames in/s", "Gb/s in", "frames out/s", "Gb/s out", "refused in/s", "refused out/s")}
+	for _, h := range r.Hosts {
+		rates.Rows = append(rates.Rows, []string{h.TAP, f3(h.FramesInPerSec), f3(h.GbpsIn), f3(h.FramesOutPerSec), f3(h.GbpsOut),
+			f3(h.RefusedInPerSec), f3(h.RefusedOutPerSec)})
+	}
+	if err := rates.Write(w); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)

@@ -102,8 +102,9 @@ type BackgroundConfig struct {
 // PacingConfig is how the model follows the wall clock.
 type PacingConfig struct {
 	Dilation     float64  `yaml:"dilation" json:"dilation" doc:"wall seconds per simulated second: 1 = real time, 10 = the fabric runs ten times slower than the wall clock"`
-	LagThreshold Duration `yaml:"lag_threshold" json:"lag_threshold" unit:"time" doc:"lag above which a one-second interval is marked not real-time valid"`
+	LagThreshold Duration `yaml:"lag_threshold" json:"lag_threshold" unit:"time" doc:"excess lag (an event's lag beyond the loop's own oversleep of a timed sleep) above which a one-second interval is marked not real-time valid"`
 	Spin         Duration `yaml:"spin" json:"spin" unit:"time" doc:"poll instead of sleeping when the next event is this close (lower latency, more CPU)"`
+	MaxLag       Duration `yaml:"max_lag" json:"max_lag" unit:"time" doc:"how far behind the wall clock the model may fall (excess lag of its oldest due event) before the daemon stops reading its TAPs until it catches up, with a rate-limited warning; 0 = no bound"`
 	PreciseTimer bool     `yaml:"precise_timer" doc:"sleep on a timerfd: no millisecond overshoot of sub-millisecond sleeps (lower lag), but a slower wake-up on input (higher ping round trip)"`
 }
 
@@ -117,7 +118,7 @@ type RunConfig struct {
 	// but not yet delivered); past it the daemon stops reading that device.
 	AdmitBytes int `yaml:"admit_bytes" json:"admit_bytes" unit:"bytes" doc:"bytes a TAP host may have in the fabric before the daemon stops reading its device (backpressure)"`
 	// TxQueue is each device's writer queue in frames.
-	TxQueue int `yaml:"tx_queue" json:"tx_queue" unit:"frames" doc:"writer queue of each device; a frame delivered to a full queue is counted and refused"`
+	TxQueue int `yaml:"tx_queue" json:"tx_queue" unit:"frames" doc:"writer queue of each device; a frame delivered to a full queue waits and the destination NIC stops accepting until the writer drains (lossless egress)"`
 	// PcapOut records every frame written to a TAP as pcapng.
 	PcapOut      string   `yaml:"pcap_out" json:"pcap_out,omitempty" doc:"record every frame the daemon writes to a TAP (after the fabric) to this pcapng file: one interface per TAP, the fabric's latency and order in each packet's comment; frames past a full recorder queue are counted, not recorded"`
 	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout" unit:"time" doc:"on SIGTERM/SIGINT, how long to let frames in the fabric reach their devices"`
@@ -151,7 +152,8 @@ func DefaultRunConfig() RunConfig {
 	c.Background.Seed = 1
 	c.Background.Format = "auto"
 	c.Background.Compression = 1
-	c.Pacing = PacingConfig{Dilation: 1, LagThreshold: Duration(time.Millisecond), Spin: Duration(20 * time.Microsecond)}
+	c.Pacing = PacingConfig{Dilation: 1, LagThreshold: Duration(time.Millisecond), Spin: Duration(20 * time.Microsecond),
+		MaxLag: Duration(100 * time.Millisecond)}
 	c.AdmitBytes = 256 * 1024
 	c.TxQueue = 1024
 	c.DrainTimeout = Duration(2 * time.Second)
@@ -236,8 +238,8 @@ func (c *RunConfig) Validate() error {
 	if c.Pacing.Dilation <= 0 || c.Pacing.Dilation > 1e6 {
 		errs = append(errs, fmt.Errorf("pacing.dilation %g: want 0 < dilation <= 1e6", c.Pacing.Dilation))
 	}
-	if c.Pacing.LagThreshold <= 0 || c.Pacing.Spin < 0 {
-		errs = append(errs, errors.New("pacing: lag_threshold must be positive and spin not negative"))
+	if c.Pacing.LagThreshold <= 0 || c.Pacing.Spin < 0 || c.Pacing.MaxLag < 0 {
+		errs = append(errs, errors.New("pacing: lag_threshold must be positive, spin and max_lag not negative"))
 	}
 	if c.AdmitBytes < 65536 {
 		errs = append(errs, fmt.Errorf("admit_bytes %d: want at least 65536 (one largest frame)", c.AdmitBytes))

@@ -73,6 +73,9 @@ type port struct {
 	// readerStalls counts the reader's waits for room in the pacer's input
 	// queue (the device's own Stats.Stalls counts its other waits).
 	readerStalls atomic.Uint64
+	// lagStalls counts the reader's waits for the model to catch up
+	// (pacing.max_lag, lag.go).
+	lagStalls atomic.Uint64
 
 	// loop-owned wall-clock timing of frames read from this device, ns
 	tSubmit, tIngress, tModel, tEgress hist.Hist
@@ -81,6 +84,20 @@ type port struct {
 	toFabric, toFabricBytes uint64
 	unknownUnicast, toSelf  uint64
 	delivered, writeRefused uint64
+
+	// Lossless egress (egress.go): room is the device's writer queue when
+	// it can wait for room (nil: a full queue refuses); backlog holds the
+	// delivered frames waiting for room, in order, while the host's NIC
+	// holds its reception. roomWait is set while the loop waits for the
+	// writer's call; the rest is loop-owned.
+	room       frameport.WriteRoomer
+	backlog    []egressFrame
+	holding    bool
+	heldSince  time.Time
+	roomWait   atomic.Bool
+	holds      uint64
+	heldTotal  time.Duration
+	closedHeld uint64 // frames still waiting for room when the daemon stopped
 }
 
 // frameRef is a frame read from a TAP and the copies of it in the fabric.
@@ -133,8 +150,11 @@ type Emulator struct {
 	arrivals   *arrivals // the NICs, with a look at frames' packets for pcap_out
 	quitting   atomic.Bool
 	loopErr    chan error
+	wake       egressWake // schedules a flush of a port's egress backlog
 	closeOnce  sync.Once
 	closeErr   error
+	lagWarn    lagWarner
+	rates      rateState
 }
 
 // checkStaleNetns refuses to reclaim a namespace that is not stale: one a
@@ -261,6 +281,7 @@ func newEmulator(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 		macs: map[ether.MAC]*port{}, streams: map[[2]int]*stream{},
 		loopErr: make(chan error, 1), arrivals: ep}
 	e.doneFn = e.delivered
+	e.wake = egressWake{e}
 	if len(cfg.TAPs) > n {
 		return nil, fmt.Errorf("%d TAP devices but the fabric (%s) has %d hosts: one TAP per host at most; use fewer TAPs or a larger preset", len(cfg.TAPs), sess.Topo.Name, n)
 	}
@@ -337,6 +358,10 @@ func (e *Emulator) attach() error {
 		if mac := p.dev.MAC(); mac != (ether.MAC{}) {
 			e.macs[mac] = p
 		}
+		if r, ok := p.dev.(frameport.WriteRoomer); ok {
+			p.room = r
+			r.OnWriteRoom(func() { e.writerRoom(p) })
+		}
 	}
 	// The pacer maps simulated time zero to now, after the devices are
 	// ready, so that setting them up does not count as lag.
@@ -372,7 +397,7 @@ func (e *Emulator) Start() error {
 // is stopping.
 func (e *Emulator) submit(p *port, f *frameport.Frame) bool {
 	cost := len(f.Data)
-	if !e.acquire(p, cost) {
+	if !e.awaitLag(p) || !e.acquire(p, cost) {
 		return false
 	}
 	sub := time.Now()
@@ -497,16 +522,27 @@ func (e *Emulator) delivered(m *nic.Message, at des.Time) {
 	reordered := tag.seq+1 < st.high
 	st.high = max(st.high, tag.seq+1)
 	mm := e.arrivals.take(m)
+	ef := egressFrame{f: nf, tag: tag, at: at}
+	if e.pcap != nil {
+		ef.comment = pcapComment(tag, int64(at-m.Gen), mm, reordered)
+	}
+	e.egress(q, ef)
+}
+
+// write hands a delivered frame to q's writer and lets go of the copy
+// (loop goroutine).
+func (e *Emulator) write(q *port, ef egressFrame) {
+	tag := ef.tag
 	var rec []byte
 	if e.pcap != nil {
 		rec = tag.ref.f.Data // the frame's bytes, still held by its ref
 	}
-	if err := q.dev.Send(nf); err != nil {
+	if err := q.dev.Send(ef.f); err != nil {
 		q.writeRefused++
 	} else {
 		q.delivered++
 		if e.pcap != nil {
-			e.pcap.record(q, e.pacer.WallTime(at), rec, pcapComment(tag, int64(at-m.Gen), mm, reordered))
+			e.pcap.record(q, e.pacer.WallTime(ef.at), rec, ef.comment)
 		}
 	}
 	tag.ref.refs--
@@ -570,6 +606,7 @@ func (e *Emulator) Close() error {
 		if e.start != (time.Time{}) {
 			<-e.pacer.Done()
 		}
+		e.dropBacklogs() // the loop has ended: its state is ours
 		e.closeErr = e.closeDevices()
 		if e.pcap != nil {
 			e.closeErr = errors.Join(e.closeErr, e.pcap.close())

@@ -147,6 +147,13 @@ func TestPingThroughFabric(t *testing.T) {
 		if h.FramesIn == 0 || h.FramesOut == 0 {
 			t.Errorf("%s: frames in %d out %d", h.TAP, h.FramesIn, h.FramesOut)
 		}
+		// The kernel's drop counts are read from the device (cause kernel).
+		_, okIn := h.InRefused["kernel"]
+		_, okOut := h.OutRefused["kernel"]
+		if h.KernelStatsError != "" || !okIn || !okOut {
+			t.Errorf("%s: kernel drop counts not read: %q, in %v out %v", h.TAP, h.KernelStatsError, h.InRefused, h.OutRefused)
+		}
+		t.Logf("%s: kernel drops in %d out %d", h.TAP, h.InRefused["kernel"], h.OutRefused["kernel"])
 	}
 }
 

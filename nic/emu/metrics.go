@@ -14,6 +14,8 @@ type Collector struct {
 	invalid, connFrames, connReordered, connRatio    *prometheus.Desc
 	nicRatio, nicRatioAfter, simSeconds, outstanding *prometheus.Desc
 	capFrames, capDropped                            *prometheus.Desc // bgcapture.go
+	egressHolds, egressHeld, egressBacklog           *prometheus.Desc // egress.go
+	wakeLag, excessLag, validFraction, behind        *prometheus.Desc
 }
 
 // NewCollector returns a collector reading status.
@@ -25,7 +27,7 @@ func NewCollector(status StatusFunc) *Collector {
 		frames:        d("tap_frames_total", "Frames read from (in) or written to (out) a TAP device.", "tap", "direction"),
 		bytes:         d("tap_bytes_total", "Bytes read from (in) or written to (out) a TAP device.", "tap", "direction"),
 		refused:       d("tap_refused_frames_total", "Frames refused at the TAP boundary, by direction and cause.", "tap", "direction", "cause"),
-		stalls:        d("tap_stalls_total", "Times reading a TAP stopped for backpressure: reader (inbound queue full) or admit (too many bytes in the fabric).", "tap", "kind"),
+		stalls:        d("tap_stalls_total", "Times reading a TAP stopped for backpressure: reader (inbound queue full), admit (too many bytes in the fabric) or lag (the model more than pacing.max_lag behind).", "tap", "kind"),
 		boundary:      d("tap_dropped_frames_total", "Frames dropped at the boundary by the emulator: unknown_unicast or to_self.", "tap", "cause"),
 		outstanding:   d("tap_outstanding_bytes", "Bytes read from a TAP and not yet delivered everywhere.", "tap"),
 		accepted:      d("fabric_delivered_payload_bytes_total", "Payload bytes the fabric delivered to hosts (TAP and background)."),
@@ -34,12 +36,19 @@ func NewCollector(status StatusFunc) *Collector {
 		simSeconds:    d("sim_seconds", "Simulated time reached."),
 		lag:           d("lag_seconds", "How late events ran behind the wall clock.", "quantile"),
 		intervals:     d("realtime_intervals_total", "Finished real-time validity intervals."),
-		invalid:       d("realtime_invalid_intervals_total", "Intervals whose lag exceeded the threshold (not real-time valid)."),
+		invalid:       d("realtime_invalid_intervals_total", "Intervals whose excess lag exceeded the threshold (not real-time valid)."),
+		validFraction: d("realtime_valid_fraction", "Fraction of the finished intervals (of the time) that were real-time valid."),
+		wakeLag:       d("wake_lag_seconds", "How late the loop woke from its timed sleeps (timer granularity, scheduling).", "quantile"),
+		excessLag:     d("excess_lag_seconds", "Event lag beyond the loop's oversleep: how far the model was behind.", "quantile"),
+		behind:        d("behind_seconds", "How far behind the wall clock the loop's oldest due event was at its last look."),
 		connFrames:    d("conn_frames_total", "Frames delivered per TAP-to-TAP stream.", "src", "dst"),
 		connReordered: d("conn_reordered_frames_total", "Frames reordered at TAP egress (RFC 4737 §3), ground truth numbered at ingress.", "src", "dst"),
 		connRatio:     d("conn_reordered_ratio", "RFC 4737 §4.1 reordered ratio of frames at TAP egress.", "src", "dst"),
 		nicRatio:      d("nic_reordered_ratio", "RFC 4737 reordered ratio of packets at NIC arrival (before rearrangement), all streams."),
 		nicRatioAfter: d("nic_reordered_ratio_after_rearrangement", "RFC 4737 reordered ratio of packets delivered to hosts after rearrangement (adaptive-inorder)."),
+		egressHolds:   d("tap_egress_holds_total", "Times a TAP's writer queue was full, so its NIC held reception and the fabric backed up (lossless egress).", "tap"),
+		egressHeld:    d("tap_egress_held_seconds_total", "Wall time a TAP's NIC held reception for its writer.", "tap"),
+		egressBacklog: d("tap_egress_backlog_frames", "Frames delivered to a TAP and waiting for room in its writer queue.", "tap"),
 		capFrames:     d("background_capture_frames_total", "Frames of background.capture by stage: matched, captured (into the ring buffer), read, submitted (to the model), late (after the model stopped), sent (into the fabric), local, unmapped, unplaced.", "iface", "stage"),
 		capDropped:    d("background_capture_ring_dropped_frames_total", "Frames of background.capture the ring buffer had no room for (counted by the kernel).", "iface"),
 	}
@@ -49,7 +58,8 @@ func NewCollector(status StatusFunc) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.frames, c.bytes, c.refused, c.stalls, c.boundary, c.outstanding,
 		c.accepted, c.packets, c.latency, c.simSeconds, c.lag, c.intervals, c.invalid,
-		c.connFrames, c.connReordered, c.connRatio, c.nicRatio, c.nicRatioAfter, c.capFrames, c.capDropped} {
+		c.connFrames, c.connReordered, c.connRatio, c.nicRatio, c.nicRatioAfter, c.capFrames, c.capDropped,
+		c.egressHolds, c.egressHeld, c.egressBacklog, c.wakeLag, c.excessLag, c.validFraction, c.behind} {
 		ch <- d
 	}
 }
@@ -80,9 +90,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter(c.stalls, float64(h.ReaderStalls), h.TAP, "reader")
 		counter(c.stalls, float64(h.AdmitStalls), h.TAP, "admit")
+		counter(c.stalls, float64(h.LagStalls), h.TAP, "lag")
 		counter(c.boundary, float64(h.UnknownUnicast), h.TAP, "unknown_unicast")
 		counter(c.boundary, float64(h.ToSelf), h.TAP, "to_self")
 		gauge(c.outstanding, float64(h.Outstanding), h.TAP)
+		counter(c.egressHolds, float64(h.EgressHolds), h.TAP)
+		counter(c.egressHeld, h.EgressHeldSeconds, h.TAP)
+		gauge(c.egressBacklog, float64(h.EgressBacklog), h.TAP)
 	}
 	counter(c.accepted, float64(st.Fabric.DeliveredBytes))
 	counter(c.packets, float64(st.Fabric.DeliveredPackets))
@@ -95,6 +109,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.latency, q.lat/1e9, q.q)
 		gauge(c.lag, q.lag/1e9, q.q)
 	}
+	for q, v := range map[string][2]float64{"0.5": {st.Pacer.WakeLag.P50, st.Pacer.ExcessLag.P50},
+		"0.99": {st.Pacer.WakeLag.P99, st.Pacer.ExcessLag.P99}, "1": {st.Pacer.WakeLag.Max, st.Pacer.ExcessLag.Max}} {
+		gauge(c.wakeLag, v[0]/1e9, q)
+		gauge(c.excessLag, v[1]/1e9, q)
+	}
+	gauge(c.validFraction, st.Pacer.ValidFraction)
+	gauge(c.behind, st.Pacer.Behind.Seconds())
 	counter(c.intervals, float64(st.Pacer.Intervals))
 	counter(c.invalid, float64(st.Pacer.Invalid))
 	for _, cs := range st.Connections {

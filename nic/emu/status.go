@@ -38,6 +38,9 @@ type Status struct {
 	// NIC holds the NICs' own packet-level figures: order at NIC arrival
 	// (before rearrangement) and after it, rearrangement memory, waste.
 	NIC nic.DeliveryReport `json:"nic"`
+	// Rates are the current rates: over the last one to two seconds, not
+	// since the start (rates.go).
+	Rates Rates `json:"rates"`
 }
 
 // FabricStatus is the fabric-wide traffic since the start.
@@ -55,7 +58,11 @@ type HostStatus struct {
 	Netns string `json:"netns,omitempty"`
 	MAC   string `json:"mac"`
 	Host  int    `json:"host"`
-	// Port counters (nic/frameport): frames read and written, refusals by cause.
+	// Port counters (nic/frameport): frames read and written, refusals by
+	// cause. Cause kernel is the device's own count of frames its kernel
+	// side dropped: in, its queue to the daemon was full (a TAP's
+	// tx_dropped); out, the kernel dropped a frame the daemon wrote
+	// (rx_dropped).
 	FramesIn   uint64            `json:"frames_in"`
 	BytesIn    uint64            `json:"bytes_in"`
 	FramesOut  uint64            `json:"frames_out"`
@@ -67,6 +74,9 @@ type HostStatus struct {
 	// bytes in the fabric, so reading stopped until some were delivered.
 	ReaderStalls uint64 `json:"reader_stalls"`
 	AdmitStalls  uint64 `json:"admit_stalls"`
+	// LagStalls counts how often reading stopped because the model was
+	// more than pacing.max_lag behind the wall clock.
+	LagStalls uint64 `json:"lag_stalls"`
 	// ToFabric counts message copies sent into the fabric (a broadcast
 	// frame makes one per other TAP); UnknownUnicast and ToSelf frames
 	// were dropped at the boundary.
@@ -75,10 +85,25 @@ type HostStatus struct {
 	UnknownUnicast uint64 `json:"unknown_unicast"`
 	ToSelf         uint64 `json:"to_self"`
 	// Delivered frames handed to this device's writer; WriteRefused those
-	// its writer queue refused (counted by cause in OutRefused).
+	// its writer refused (counted by cause in OutRefused). With lossless
+	// egress a full writer queue refuses nothing: the frame waits.
 	Delivered    uint64 `json:"delivered"`
 	WriteRefused uint64 `json:"write_refused"`
-	Outstanding  int    `json:"outstanding_bytes"`
+	// Lossless egress (egress.go). EgressHolds counts the times this
+	// device's writer queue was full, so its NIC held reception and the
+	// fabric backed up; EgressHeldSeconds is the wall time held in all;
+	// EgressBacklog the delivered frames waiting for the writer now;
+	// HeldPackets the packets waiting in the NIC's reception buffer now;
+	// ClosedHeld the frames still waiting when the daemon stopped.
+	EgressHolds       uint64  `json:"egress_holds"`
+	EgressHeldSeconds float64 `json:"egress_held_seconds"`
+	EgressBacklog     int     `json:"egress_backlog"`
+	HeldPackets       int     `json:"held_packets"`
+	ClosedHeld        uint64  `json:"closed_held,omitempty"`
+	// KernelStatsError says why the kernel's drop counts (InRefused and
+	// OutRefused by cause kernel) could not be read; empty when they were.
+	KernelStatsError string `json:"kernel_stats_error,omitempty"`
+	Outstanding      int    `json:"outstanding_bytes"`
 	// Path is where the wall time of this host's frames went.
 	Path FramePath `json:"path_ns"`
 }
@@ -129,7 +154,29 @@ func (e *Emulator) Status() (*Status, error) {
 		return nil, err
 	}
 	st.Pacer = e.pacer.Snapshot()
+	e.kernelDrops(st)
+	st.Rates = e.sampleRates(st, time.Now())
 	return st, nil
+}
+
+// kernelDrops adds the frames each device's kernel side dropped
+// (frameport.KernelDropper: a TAP's link statistics) as refusals by cause
+// kernel. It asks the kernel, so it runs off the loop goroutine.
+func (e *Emulator) kernelDrops(st *Status) {
+	for i, p := range e.ports {
+		kd, ok := p.dev.(frameport.KernelDropper)
+		if !ok || i >= len(st.Hosts) {
+			continue
+		}
+		h := &st.Hosts[i]
+		in, out, err := kd.KernelDrops()
+		if err != nil {
+			h.KernelStatsError = err.Error()
+			continue
+		}
+		h.InRefused[frameport.CauseKernel.String()] += in
+		h.OutRefused[frameport.CauseKernel.String()] += out
+	}
 }
 
 // status runs on the loop goroutine.
@@ -161,9 +208,11 @@ func (e *Emulator) status() *Status {
 		h := HostStatus{TAP: p.cfg.Name, Netns: p.cfg.Netns, MAC: p.dev.MAC().String(), Host: p.host,
 			FramesIn: ds.FramesIn, BytesIn: ds.BytesIn, FramesOut: ds.FramesOut, BytesOut: ds.BytesOut,
 			InRefused: causes(ds.InRefused), OutRefused: causes(ds.OutRefused),
-			ReaderStalls: ds.Stalls + p.readerStalls.Load(), AdmitStalls: p.stalls.Load(),
+			ReaderStalls: ds.Stalls + p.readerStalls.Load(), AdmitStalls: p.stalls.Load(), LagStalls: p.lagStalls.Load(),
 			ToFabric: p.toFabric, ToFabricBytes: p.toFabricBytes, UnknownUnicast: p.unknownUnicast, ToSelf: p.toSelf,
-			Delivered: p.delivered, WriteRefused: p.writeRefused}
+			Delivered: p.delivered, WriteRefused: p.writeRefused,
+			EgressHolds: p.holds, EgressHeldSeconds: p.heldFor().Seconds(), EgressBacklog: len(p.backlog),
+			HeldPackets: s.Fabric.HeldPackets(p.host), ClosedHeld: p.closedHeld}
 		wt := p.dev.WriteTiming()
 		h.Path = FramePath{ReadToSubmit: p.tSubmit.Summarize(1), SubmitToIngress: p.tIngress.Summarize(1),
 			Model: p.tModel.Summarize(1), Egress: p.tEgress.Summarize(1), WriterQueue: wt.Queue.Summarize(1), Write: wt.Write.Summarize(1)}

@@ -87,6 +87,28 @@ type Port interface {
 	Close() error
 }
 
+// WriteRoomer is a Port whose consumer can wait for room in the writer
+// queue instead of having frames refused: the daemon's lossless egress.
+// The consumer is the queue's only sender, so room it sees stays there
+// until it sends.
+type WriteRoomer interface {
+	// WriteRoom returns how many more frames Send would queue now.
+	WriteRoom() int
+	// OnWriteRoom sets fn, which the writer calls on its own goroutine
+	// each time it takes a frame from its queue (room for one more). fn
+	// must be quick and must not block; nil removes it.
+	OnWriteRoom(fn func())
+}
+
+// KernelDropper is a Port whose kernel device counts frames it dropped
+// itself, outside the port's view.
+type KernelDropper interface {
+	// KernelDrops returns the frames the kernel dropped on their way in
+	// (to the port's reader: its queue was full) and on their way out (the
+	// kernel refused frames the writer wrote), since the device was made.
+	KernelDrops() (in, out uint64, err error)
+}
+
 // Errors of the contract. Frame-size errors are ether.ErrTooShort and
 // ether.ErrTooLong.
 var (
@@ -199,10 +221,13 @@ const (
 	CauseTooLong                 // payload longer than the MTU
 	CauseWriteError              // the sink refused the write (e.g. device down)
 	CauseClosed                  // offered or read while the port was closing
+	// CauseKernel: dropped by the kernel device behind the port, counted
+	// by the kernel (KernelDropper), never by the port's own Stats.
+	CauseKernel
 	NumCauses
 )
 
-var causeNames = [NumCauses]string{"queue_full", "too_short", "too_long", "write_error", "closed"}
+var causeNames = [NumCauses]string{"queue_full", "too_short", "too_long", "write_error", "closed", "kernel"}
 
 // String returns the cause's metric label, e.g. "queue_full".
 func (c Cause) String() string {

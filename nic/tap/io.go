@@ -34,6 +34,7 @@ const (
 	CauseTooLong    = frameport.CauseTooLong    // payload longer than the MTU
 	CauseWriteError = frameport.CauseWriteError // the kernel refused the write (e.g. device down)
 	CauseClosed     = frameport.CauseClosed     // offered or read while the device was closing
+	CauseKernel     = frameport.CauseKernel     // dropped by the kernel (KernelDrops)
 	NumCauses       = frameport.NumCauses
 )
 
@@ -342,10 +343,27 @@ func (d *Device) writeFrame(f *Frame) (int, error) {
 	return total, err
 }
 
+// WriteRoom returns how many more frames Send would queue now
+// (frameport.WriteRoomer).
+func (d *Device) WriteRoom() int { return cap(d.txq) - len(d.txq) }
+
+// OnWriteRoom sets the callback the writer calls each time it takes a
+// frame from its queue (frameport.WriteRoomer).
+func (d *Device) OnWriteRoom(fn func()) {
+	if fn == nil {
+		d.roomFn.Store(nil)
+		return
+	}
+	d.roomFn.Store(&fn)
+}
+
 // writeLoop is the device's only writer: frames leave in Send order.
 func (d *Device) writeLoop() {
 	defer d.writerWG.Done()
 	for f := range d.txq {
+		if fn := d.roomFn.Load(); fn != nil {
+			(*fn)()
+		}
 		var t0 time.Time
 		if !f.At.IsZero() {
 			t0 = time.Now()

@@ -156,6 +156,7 @@ type Device struct {
 	txMu     sync.RWMutex // guards txClosed against Send racing Close
 	txClosed bool
 	txq      chan *Frame
+	roomFn   atomic.Pointer[func()] // OnWriteRoom's callback
 
 	startOnce sync.Once
 	started   atomic.Bool
@@ -171,6 +172,8 @@ type Device struct {
 
 // A Device is a frame port.
 var _ frameport.Port = (*Device)(nil)
+var _ frameport.WriteRoomer = (*Device)(nil)
+var _ frameport.KernelDropper = (*Device)(nil)
 
 // Create reclaims a stale device of the same name, creates the TAP device,
 // sets its MAC and MTU, moves it into cfg.Netns if set, adds cfg.Addrs and
@@ -490,6 +493,32 @@ func (d *Device) checkSize(frame []byte, off vnet.Header) (ether.Header, error) 
 
 // kernelMTU asks the kernel for the device's MTU.
 func (d *Device) kernelMTU() (int, error) {
+	a, err := d.linkAttrs()
+	if err != nil {
+		return 0, err
+	}
+	return a.MTU, nil
+}
+
+// KernelDrops returns the frames the kernel dropped at the device, from
+// its link statistics (frameport.KernelDropper). A TAP's kernel side
+// transmits what the daemon reads and receives what it writes, so in is
+// the device's tx_dropped (its queue to the daemon was full) and out its
+// rx_dropped (the stack dropped a frame the daemon wrote; Linux counts
+// there frames of a protocol nothing listens for, too).
+func (d *Device) KernelDrops() (in, out uint64, err error) {
+	a, err := d.linkAttrs()
+	if err != nil {
+		return 0, 0, fmt.Errorf("TAP %s: link statistics: %w", d.name, err)
+	}
+	if a.Statistics == nil {
+		return 0, 0, fmt.Errorf("TAP %s: the kernel sent no link statistics", d.name)
+	}
+	return a.Statistics.TxDropped, a.Statistics.RxDropped, nil
+}
+
+// linkAttrs asks the kernel for the device's link attributes.
+func (d *Device) linkAttrs() (*netlink.LinkAttrs, error) {
 	var h *netlink.Handle
 	var err error
 	if d.netns != "" {
@@ -498,14 +527,14 @@ func (d *Device) kernelMTU() (int, error) {
 		h, err = netlink.NewHandle()
 	}
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer h.Close()
 	link, err := h.LinkByName(d.name)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return link.Attrs().MTU, nil
+	return link.Attrs(), nil
 }
 
 // Netns returns the name of the namespace the device lives in, "" for the

@@ -56,7 +56,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestCauseString(t *testing.T) {
-	want := []string{"queue_full", "too_short", "too_long", "write_error", "closed"}
+	want := []string{"queue_full", "too_short", "too_long", "write_error", "closed", "kernel"}
 	for c := range NumCauses {
 		if c.String() != want[c] {
 			t.Errorf("Cause(%d) = %q, want %q", c, c.String(), want[c])
@@ -671,5 +671,51 @@ func TestDeletedFromOutside(t *testing.T) {
 	t.Logf("reader stopped with: %v", d.Err())
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestKernelDrops: with the reader stopped (its consumer takes nothing),
+// the kernel's queue to the daemon overflows and the kernel counts the
+// drops as the device's tx_dropped; KernelDrops reads them as drops in.
+func TestKernelDrops(t *testing.T) {
+	privtest.Require(t, "TAP devices")
+	s := byte(time.Now().UnixNano() >> 8)
+	ip := netip.AddrFrom4([4]byte{10, 251, s, 1})
+	peer := netip.AddrFrom4([4]byte{10, 251, s, 2})
+	d := create(t, Config{Name: "ftk" + uniq(), Netns: "fe-tap-k-" + uniq(),
+		Addrs: []netip.Prefix{netip.PrefixFrom(ip, 24)}})
+	addNeigh(t, d, peer, net.HardwareAddr{2, 0, 0, 0, 0, 2})
+	if in, out, err := d.KernelDrops(); err != nil || in != 0 || out != 0 {
+		t.Fatalf("fresh device: kernel drops in %d out %d, %v", in, out, err)
+	}
+	in := make(chan *Frame, 1)
+	if err := d.Start(in); err != nil {
+		t.Fatal(err)
+	}
+	c := listenUDP(t, d.Netns(), netip.AddrPortFrom(ip, 0))
+	const n = 2000 // well past the kernel's queue (500 frames)
+	for i := range uint32(n) {
+		msg := binary.BigEndian.AppendUint32([]byte("seq:"), i)
+		if _, err := c.WriteToUDPAddrPort(msg, netip.AddrPortFrom(peer, 9)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var dropIn uint64
+	if !within(2*time.Second, func() bool {
+		dropIn, _, _ = d.KernelDrops()
+		return dropIn > 0
+	}) {
+		t.Fatalf("no kernel drops counted after %d datagrams into a stopped reader; stats %+v", n, d.Stats())
+	}
+	link, err := linkIn(t, d.Netns(), d.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := link.Attrs().Statistics.TxDropped; got < dropIn {
+		t.Fatalf("KernelDrops in %d, the link's tx_dropped %d", dropIn, got)
+	}
+	t.Logf("kernel dropped %d of %d datagrams; the reader took %d", dropIn, n, d.Stats().FramesIn)
+	for len(in) > 0 {
+		(<-in).Release()
 	}
 }

@@ -49,6 +49,7 @@ type Config struct {
 
 // A Port is a frame port.
 var _ frameport.Port = (*Port)(nil)
+var _ frameport.WriteRoomer = (*Port)(nil)
 
 // Port is the daemon's end of an in-memory link.
 type Port struct {
@@ -64,6 +65,7 @@ type Port struct {
 	txMu     sync.RWMutex // guards txClosed against Send racing Close
 	txClosed bool
 	txq      chan *frameport.Frame
+	roomFn   atomic.Pointer[func()] // OnWriteRoom's callback
 
 	startOnce sync.Once
 	started   atomic.Bool
@@ -240,11 +242,28 @@ func (p *Port) Send(f *frameport.Frame) error {
 	}
 }
 
+// WriteRoom returns how many more frames Send would queue now
+// (frameport.WriteRoomer).
+func (p *Port) WriteRoom() int { return cap(p.txq) - len(p.txq) }
+
+// OnWriteRoom sets the callback the writer calls each time it takes a
+// frame from its queue (frameport.WriteRoomer).
+func (p *Port) OnWriteRoom(fn func()) {
+	if fn == nil {
+		p.roomFn.Store(nil)
+		return
+	}
+	p.roomFn.Store(&fn)
+}
+
 // writeLoop is the port's only writer: frames reach the peer in Send order.
 func (p *Port) writeLoop() {
 	defer p.writerWG.Done()
 	q := p.peer
 	for f := range p.txq {
+		if fn := p.roomFn.Load(); fn != nil {
+			(*fn)()
+		}
 		var t0 time.Time
 		if !f.At.IsZero() {
 			t0 = time.Now()

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fabemu/fabemu/nic/emu"
+	"github.com/fabemu/fabemu/nic/frameport"
+	"github.com/fabemu/fabemu/nic/frameport/porttest"
+)
+
+// statDaemon serves the control API of an emulator on in-memory ports.
+func statDaemon(t *testing.T) string {
+	t.Helper()
+	c := emu.DefaultRunConfig()
+	c.Model.Preset = "tap-pair-10g"
+	c.API.Socket = ""
+	var fps []frameport.Port
+	for _, name := range []string{"w0", "w1"} {
+		c.TAPs = append(c.TAPs, emu.TAPConfig{Name: name})
+		p, _ := porttest.New(porttest.Config{Name: name})
+		fps = append(fps, p)
+	}
+	e, err := emu.NewWithPorts(c, fps, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "api.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: emu.NewAPIHandler(e.Status), ReadHeaderTimeout: time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		_ = e.Close()
+	})
+	return sock
+}
+
+// fabemu stat --watch redraws the tables every --interval and ends
+// cleanly (exit 0) when interrupted; --json --watch prints one status per
+// line; a too short interval is refused.
+func TestStatWatch(t *testing.T) {
+	sock := statDaemon(t)
+	watch := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		root := newRoot()
+		root.SetOut(&out)
+		root.SetArgs(append([]string{"stat", "--socket", sock, "--watch", "--interval", "100ms"}, args...))
+		ctx, cancel := context.WithTimeout(context.Background(), 450*time.Millisecond)
+		defer cancel()
+		err := root.ExecuteContext(ctx)
+		return out.String(), err
+	}
+	out, err := watch()
+	if err != nil {
+		t.Fatalf("stat --watch: %v", err)
+	}
+	if n := strings.Count(out, "\x1b[H\x1b[2J"); n < 3 || n > 6 {
+		t.Errorf("%d redraws in 450 ms at 100 ms; want 3 to 6", n)
+	}
+	if !strings.Contains(out, "Current rates over the last") || !strings.Contains(out, "valid 100.0% of the time") {
+		t.Errorf("no current rates or validity in:\n%s", out)
+	}
+	out, err = watch("--json")
+	if err != nil {
+		t.Fatalf("stat --watch --json: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("%d JSON lines", len(lines))
+	}
+	for _, l := range lines {
+		var st emu.Status
+		if err := json.Unmarshal([]byte(l), &st); err != nil || st.Schema != emu.StatusSchema {
+			t.Fatalf("line %q: %v", l, err)
+		}
+	}
+	if _, err := run(t, "stat", "--socket", sock, "--watch", "--interval", "10ms"); err == nil || !strings.Contains(err.Error(), "at least 100ms") {
+		t.Errorf("--interval 10ms: %v", err)
+	}
+}
