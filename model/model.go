@@ -58,6 +58,10 @@ type RunConfig struct {
 	Duration des.Time `yaml:"duration" json:"duration" unit:"time" doc:"simulated time measured after the warm-up"`
 	Warmup   des.Time `yaml:"warmup" json:"warmup" unit:"time" doc:"simulated time before measurement starts (statistics ignore it)"`
 	Bin      des.Time `yaml:"bin" json:"bin" unit:"time" doc:"width of a time-series bin; 0 = one fiftieth of the measured duration"`
+	// MaxSourcePackets bounds the packets waiting at the sources, which
+	// grow without bound when the offered load exceeds what the fabric
+	// accepts (Session.RunUntil checks it).
+	MaxSourcePackets int64 `yaml:"max_source_packets,omitempty" json:"max_source_packets,omitzero" unit:"packets" doc:"most packets the hosts' injection queues may hold, all hosts together, before the run stops with an error (they grow without bound when the offered load exceeds what the fabric accepts); 0 = what half the memory left after the run's estimate holds, -1 = no bound"`
 }
 
 // TrafficConfig describes a synthetic workload. It lives with the presets
@@ -95,6 +99,9 @@ func (c *SimConfig) Validate() error {
 	}
 	if c.Run.Warmup < 0 || c.Run.Bin < 0 {
 		return fmt.Errorf("run.warmup and run.bin must not be negative")
+	}
+	if c.Run.MaxSourcePackets < -1 {
+		return fmt.Errorf("run.max_source_packets %d: want -1 (no bound), 0 (from the memory left) or a packet count", c.Run.MaxSourcePackets)
 	}
 	if c.Traffic.Load < 0 {
 		return fmt.Errorf("traffic.load %g: must not be negative", c.Traffic.Load)
