@@ -76,6 +76,7 @@ type recnArch struct {
 	stats  RECNStats
 	total  int         // SAQs allocated network-wide now
 	series []saqSample // changes of total, in time order
+	ports  *portCount  // with fabric.recn.port_series, else nil
 	gen    uint64
 	idle   des.Time // see opRECNIdle
 	// NIC SAQs (arch_recn_nic.go): per host, and their memory in blocks;
@@ -178,8 +179,36 @@ type recnPort struct {
 }
 
 type saqSample struct {
-	at    des.Time
-	total int
+	at           des.Time
+	total        int
+	maxIn, maxOt int // SAQs in use at the busiest input and output port (with fabric.recn.port_series)
+}
+
+// portCount tracks, with fabric.recn.port_series, how many switch ports
+// hold k SAQs (inputs and outputs apart) and so the most any one holds,
+// as ports allocate and free them.
+type portCount struct {
+	with [2][]int // [side][k]: ports holding k >= 1 SAQs; side 0 inputs, 1 outputs
+	most [2]int
+}
+
+// change moves a port of the given side from holding from SAQs to to.
+func (c *portCount) change(side, from, to int) {
+	h := c.with[side]
+	if from > 0 {
+		h[from]--
+	}
+	if to > 0 {
+		h[to]++
+	}
+	m := c.most[side]
+	if to > m {
+		m = to
+	}
+	for m > 0 && h[m] == 0 {
+		m--
+	}
+	c.most[side] = m
 }
 
 func newRECN(f *Fabric) switchArch {
@@ -211,6 +240,12 @@ func (a *recnArch) setup() {
 	f := a.f
 	a.in = make([]recnPort, len(f.in))
 	a.out = make([]recnPort, len(f.out))
+	if a.cfg.PortSeries {
+		a.ports = &portCount{}
+		for side := range a.ports.with {
+			a.ports.with[side] = make([]int, max(a.cfg.MaxSAQs, a.cfg.NICSAQs)+1)
+		}
+	}
 	for i := range a.in {
 		a.in[i].id = int32(i)
 		if f.in[i].sw >= 0 {
@@ -371,7 +406,7 @@ func (a *recnArch) allocate(rp *recnPort, vl int8, path string, parent int32, pa
 		} else {
 			a.total++
 			a.stats.Allocations++
-			a.series = append(a.series, saqSample{a.f.eng.Now(), a.total})
+			a.sample(rp, rp.inUse-1)
 			a.stats.MaxSAQsTotal = max(a.stats.MaxSAQsTotal, a.total)
 		}
 		a.f.eng.Schedule(a.f.eng.Now()+a.idle, a.f, opRECNIdle, rp.id, &idleCheck{out: rp.out, k: k, gen: a.gen})
@@ -390,7 +425,23 @@ func (a *recnArch) free(rp *recnPort, k int) {
 	}
 	a.total--
 	a.stats.Deallocations++
-	a.series = append(a.series, saqSample{a.f.eng.Now(), a.total})
+	a.sample(rp, rp.inUse+1)
+}
+
+// sample records the network-wide SAQ count after switch port rp went
+// from was SAQs in use to rp.inUse, and with port_series the most at any
+// one input and output port.
+func (a *recnArch) sample(rp *recnPort, was int) {
+	s := saqSample{at: a.f.eng.Now(), total: a.total}
+	if c := a.ports; c != nil {
+		side := 0
+		if rp.out {
+			side = 1
+		}
+		c.change(side, was, rp.inUse)
+		s.maxIn, s.maxOt = c.most[0], c.most[1]
+	}
+	a.series = append(a.series, s)
 }
 
 // atNIC reports whether rp is a host's injection port: its SAQs are the
