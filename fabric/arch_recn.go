@@ -52,8 +52,10 @@ import (
 // turn is (output port, output lane). RECN needs the path fixed at
 // injection, so it refuses adaptive routing (fabric.New).
 //
-// Simplifications, stated: the crossbar allocator is the configured one
-// (the paper prefers normal queues over SAQs, §4.1); the output link
+// Simplifications, stated: the crossbar allocator is the configured one;
+// the paper's preference for normal queues over SAQs (§4.1) is
+// fabric.recn.normal_first, honoured by the rr allocator and off by
+// default (it changes results of earlier runs); the output link
 // alternates between the normal queues and the SAQs (the paper's weighted
 // round robin favours the normal queues); the §3.8 priority for nearly
 // empty SAQs owning a token is not modelled.
@@ -266,6 +268,16 @@ func (a *recnArch) setup() {
 }
 
 func (a *recnArch) queuesPerInput() int { return a.f.nVL + a.cfg.MaxSAQs }
+
+// preferredQueues: with fabric.recn.normal_first the normal queues (one
+// per lane, the first of every input) win the crossbar over the SAQs
+// (paper 000 §4.1; the rr allocator honours it).
+func (a *recnArch) preferredQueues() int {
+	if a.cfg.NormalFirst {
+		return a.f.nVL
+	}
+	return 0
+}
 
 // turns returns the remaining path, as turns, of a packet for host dst
 // that arrived at switch s on (port pi, lane vl): the AS turnpool from

@@ -21,6 +21,11 @@ type RECNConfig struct {
 	XonThreshold          units.Bytes `yaml:"xon_threshold" json:"xon_threshold" unit:"bytes" doc:"occupancy below which a SAQ that sent Xoff sends Xon; below xoff_threshold, for hysteresis (ours: the paper gives no value)" paper:"000 §3.7, §4.1"`
 	ControlPacket         units.Bytes `yaml:"control_packet" json:"control_packet" unit:"bytes" doc:"wire size of a RECN control packet (notification, token, Xon, Xoff); they share the link with data (ours: the paper gives no value)" paper:"000 §4.1"`
 	NICSAQs               int         `yaml:"nic_saqs" json:"nic_saqs" doc:"set-aside queues at each host's injection port: a SAQ at the first switch notifies the NIC as it would an upstream switch, the NIC sets its packets for that path aside, obeys Xon/Xoff per SAQ and keeps injecting the others; -1: none, notifications stop at the first switch" paper:"000 §4.1 (SAQs at the output side of the network interfaces)"`
+	// NormalFirst makes the crossbar arbiter serve requests from the
+	// normal queues before those from SAQs, as paper 000 §4.1 describes
+	// its switch; off by default so that runs made before it keep their
+	// results (docs/validation.md says what it changes).
+	NormalFirst bool `yaml:"normal_first,omitempty" json:"normal_first,omitzero" doc:"crossbar requests from packets in normal queues win over requests from packets in SAQs (the paper's arbiter; with the rr allocator: a first pass over every input's normal queues, then one over the SAQs); off: the allocator treats all queues alike" paper:"000 §4.1"`
 	// PortSeries adds the SAQs in use at the busiest input and output
 	// port over time to the report (off by default: it lengthens every
 	// recn summary).
