@@ -185,6 +185,9 @@ func init() {
 		if v.sim != nil {
 			return v.sim.AcceptedBytesPerNs
 		}
+		if v.rep != nil {
+			return v.rep.AcceptedBytesPerNs // paper 000 Fig. 3: traces
+		}
 		return 0
 	}}
 	columns["throughput"] = column{"Throughput", "bytes/ns", func(_ *Result, v view) string {

@@ -40,7 +40,7 @@ func allocTable() []AllocInfo {
 	return []AllocInfo{
 		{Name: "rr", Syntax: "rr", Source: "paper 004 §4.1",
 			Description: "round robin: inputs in round-robin order from the one after the last granted, and the queues of an input in round-robin order; the first head an output can take wins it at once",
-			new:         func(f *Fabric, _ int) allocator { return &rrAllocator{f: f} }},
+			new:         newRR},
 		{Name: "islip", Syntax: "islip[(N)]", Source: "McKeown, iSLIP (IEEE/ACM ToN 1999); paper 003 §2.1",
 			Description: "iSLIP with N = 1..16 iterations (islip = islip(1)): every free input requests the outputs its heads select; each output grants the requesting input next after its grant pointer, each input accepts the granting output next after its accept pointer; pointers move only on a first-iteration accept; N iterations match what is left",
 			new:         newISLIP,

@@ -11,11 +11,60 @@ import (
 // granted, the queues of an input in round-robin order starting after the
 // last queue granted there, and the first head whose selected output can
 // take it is granted at once. It is greedy: one pass, no iterations.
-type rrAllocator struct{ f *Fabric }
+//
+// With an architecture that prefers some queues (queuePreference: recn's
+// normal queues over its SAQs under fabric.recn.normal_first, paper 000
+// §4.1 "requests from packets in normal queues have preference over
+// requests from packets in SAQs"), it makes the pass twice: first over the
+// preferred queues of every input, then over the others.
+type rrAllocator struct {
+	f *Fabric
+	// pref: queues [0, pref) of every input are preferred; 0: none.
+	pref int
+	// lo, hi bound the queues the current pass considers.
+	lo, hi int
+}
 
-func (a *rrAllocator) arrived(s *Switch, pi int) { a.tryInput(s, pi) }
+// queuePreference is implemented by an architecture whose crossbar
+// requests from the first preferredQueues() queues of every input win
+// over requests from the others (0: no preference).
+type queuePreference interface{ preferredQueues() int }
+
+func newRR(f *Fabric, _ int) allocator {
+	a := &rrAllocator{f: f, hi: 1 << 30}
+	if p, ok := f.arch.(queuePreference); ok {
+		a.pref = p.preferredQueues()
+	}
+	return a
+}
+
+func (a *rrAllocator) arrived(s *Switch, pi int) {
+	if a.pref == 0 {
+		a.tryInput(s, pi)
+		return
+	}
+	a.lo, a.hi = 0, a.pref
+	if !a.tryInput(s, pi) {
+		a.lo, a.hi = a.pref, 1<<30
+		a.tryInput(s, pi)
+	}
+	a.lo, a.hi = 0, 1<<30
+}
 
 func (a *rrAllocator) arbitrate(s *Switch) {
+	if a.pref == 0 {
+		a.pass(s)
+		return
+	}
+	a.lo, a.hi = 0, a.pref
+	a.pass(s)
+	a.lo, a.hi = a.pref, 1<<30
+	a.pass(s)
+	a.lo, a.hi = 0, 1<<30
+}
+
+// pass visits the inputs of s once, in round-robin order.
+func (a *rrAllocator) pass(s *Switch) {
 	n := len(s.in)
 	if n <= 64 {
 		// The same visiting order, skipping ports whose bit in s.ready is
@@ -76,6 +125,9 @@ func (a *rrAllocator) tryInput(s *Switch, pi int) bool {
 	v := ip.rrQ
 	for j := 0; j < nq; j++ {
 		q := &ip.queues[v]
+		if v < a.lo || v >= a.hi {
+			goto next // not in this pass
+		}
 		if p := q.head; p != nil {
 			if q.candsFor == p && q.blockedAt == f.candEpochs(s, q.cands) {
 				goto next // none of its outputs has freed room since

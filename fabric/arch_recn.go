@@ -52,8 +52,10 @@ import (
 // turn is (output port, output lane). RECN needs the path fixed at
 // injection, so it refuses adaptive routing (fabric.New).
 //
-// Simplifications, stated: the crossbar allocator is the configured one
-// (the paper prefers normal queues over SAQs, §4.1); the output link
+// Simplifications, stated: the crossbar allocator is the configured one;
+// the paper's preference for normal queues over SAQs (§4.1) is
+// fabric.recn.normal_first, honoured by the rr allocator and off by
+// default (it changes results of earlier runs); the output link
 // alternates between the normal queues and the SAQs (the paper's weighted
 // round robin favours the normal queues); the §3.8 priority for nearly
 // empty SAQs owning a token is not modelled.
@@ -75,6 +77,7 @@ type recnArch struct {
 	stats  RECNStats
 	total  int         // SAQs allocated network-wide now
 	series []saqSample // changes of total, in time order
+	ports  *portCount  // with fabric.recn.port_series, else nil
 	gen    uint64
 	idle   des.Time // see opRECNIdle
 	// NIC SAQs (arch_recn_nic.go): per host, and their memory in blocks;
@@ -177,8 +180,36 @@ type recnPort struct {
 }
 
 type saqSample struct {
-	at    des.Time
-	total int
+	at           des.Time
+	total        int
+	maxIn, maxOt int // SAQs in use at the busiest input and output port (with fabric.recn.port_series)
+}
+
+// portCount tracks, with fabric.recn.port_series, how many switch ports
+// hold k SAQs (inputs and outputs apart) and so the most any one holds,
+// as ports allocate and free them.
+type portCount struct {
+	with [2][]int // [side][k]: ports holding k >= 1 SAQs; side 0 inputs, 1 outputs
+	most [2]int
+}
+
+// change moves a port of the given side from holding from SAQs to to.
+func (c *portCount) change(side, from, to int) {
+	h := c.with[side]
+	if from > 0 {
+		h[from]--
+	}
+	if to > 0 {
+		h[to]++
+	}
+	m := c.most[side]
+	if to > m {
+		m = to
+	}
+	for m > 0 && h[m] == 0 {
+		m--
+	}
+	c.most[side] = m
 }
 
 func newRECN(f *Fabric) switchArch {
@@ -210,6 +241,12 @@ func (a *recnArch) setup() {
 	f := a.f
 	a.in = make([]recnPort, len(f.in))
 	a.out = make([]recnPort, len(f.out))
+	if a.cfg.PortSeries {
+		a.ports = &portCount{}
+		for side := range a.ports.with {
+			a.ports.with[side] = make([]int, max(a.cfg.MaxSAQs, a.cfg.NICSAQs)+1)
+		}
+	}
 	for i := range a.in {
 		a.in[i].id = int32(i)
 		if f.in[i].sw >= 0 {
@@ -230,6 +267,16 @@ func (a *recnArch) setup() {
 }
 
 func (a *recnArch) queuesPerInput() int { return a.f.nVL + a.cfg.MaxSAQs }
+
+// preferredQueues: with fabric.recn.normal_first the normal queues (one
+// per lane, the first of every input) win the crossbar over the SAQs
+// (paper 000 §4.1; the rr allocator honours it).
+func (a *recnArch) preferredQueues() int {
+	if a.cfg.NormalFirst {
+		return a.f.nVL
+	}
+	return 0
+}
 
 // turns returns the remaining path, as turns, of a packet for host dst
 // that arrived at switch s on (port pi, lane vl): the AS turnpool from
@@ -386,7 +433,7 @@ func (a *recnArch) allocate(rp *recnPort, vl int8, path string, parent int32, pa
 		} else {
 			a.total++
 			a.stats.Allocations++
-			a.series = append(a.series, saqSample{a.f.eng.Now(), a.total})
+			a.sample(rp, rp.inUse-1)
 			a.stats.MaxSAQsTotal = max(a.stats.MaxSAQsTotal, a.total)
 		}
 		a.f.eng.Schedule(a.f.eng.Now()+a.idle, a.f, opRECNIdle, rp.id, &idleCheck{out: rp.out, k: k, gen: a.gen})
@@ -405,7 +452,23 @@ func (a *recnArch) free(rp *recnPort, k int) {
 	}
 	a.total--
 	a.stats.Deallocations++
-	a.series = append(a.series, saqSample{a.f.eng.Now(), a.total})
+	a.sample(rp, rp.inUse+1)
+}
+
+// sample records the network-wide SAQ count after switch port rp went
+// from was SAQs in use to rp.inUse, and with port_series the most at any
+// one input and output port.
+func (a *recnArch) sample(rp *recnPort, was int) {
+	s := saqSample{at: a.f.eng.Now(), total: a.total}
+	if c := a.ports; c != nil {
+		side := 0
+		if rp.out {
+			side = 1
+		}
+		c.change(side, was, rp.inUse)
+		s.maxIn, s.maxOt = c.most[0], c.most[1]
+	}
+	a.series = append(a.series, s)
 }
 
 // atNIC reports whether rp is a host's injection port: its SAQs are the

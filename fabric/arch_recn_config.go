@@ -21,7 +21,16 @@ type RECNConfig struct {
 	XonThreshold          units.Bytes `yaml:"xon_threshold" json:"xon_threshold" unit:"bytes" doc:"occupancy below which a SAQ that sent Xoff sends Xon; below xoff_threshold, for hysteresis (ours: the paper gives no value)" paper:"000 §3.7, §4.1"`
 	ControlPacket         units.Bytes `yaml:"control_packet" json:"control_packet" unit:"bytes" doc:"wire size of a RECN control packet (notification, token, Xon, Xoff); they share the link with data (ours: the paper gives no value)" paper:"000 §4.1"`
 	NICSAQs               int         `yaml:"nic_saqs" json:"nic_saqs" doc:"set-aside queues at each host's injection port: a SAQ at the first switch notifies the NIC as it would an upstream switch, the NIC sets its packets for that path aside, obeys Xon/Xoff per SAQ and keeps injecting the others; -1: none, notifications stop at the first switch" paper:"000 §4.1 (SAQs at the output side of the network interfaces)"`
-	NICMemory             units.Bytes `yaml:"nic_saq_memory" json:"nic_saq_memory" unit:"bytes" doc:"memory of a NIC's SAQs, bounding the packets a NIC sets aside; when the NIC's next packet belongs in a SAQ and does not fit, it waits at the head of the NIC's queue and holds up the packets behind it (ours: the paper's NI keeps every message in an admittance queue per destination, so a congested path never holds up the others; fabemu's NIC has one queue, and this memory stands in for those admittance queues: host memory, larger than a switch port's 128 KB)" paper:"000 §4.1"`
+	// NormalFirst makes the crossbar arbiter serve requests from the
+	// normal queues before those from SAQs, as paper 000 §4.1 describes
+	// its switch; off by default so that runs made before it keep their
+	// results (docs/validation.md says what it changes).
+	NormalFirst bool `yaml:"normal_first,omitempty" json:"normal_first,omitzero" doc:"crossbar requests from packets in normal queues win over requests from packets in SAQs (the paper's arbiter; with the rr allocator: a first pass over every input's normal queues, then one over the SAQs); off: the allocator treats all queues alike" paper:"000 §4.1"`
+	// PortSeries adds the SAQs in use at the busiest input and output
+	// port over time to the report (off by default: it lengthens every
+	// recn summary).
+	PortSeries bool        `yaml:"port_series,omitempty" json:"port_series,omitzero" doc:"report, per time bin, the most SAQs in use at any one switch input port and at any one output port (recn.saqs_per_input_over_time, recn.saqs_per_output_over_time; paper 000 Figs. 4 and 5)" paper:"000 §4.4"`
+	NICMemory  units.Bytes `yaml:"nic_saq_memory" json:"nic_saq_memory" unit:"bytes" doc:"memory of a NIC's SAQs, bounding the packets a NIC sets aside; when the NIC's next packet belongs in a SAQ and does not fit, it waits at the head of the NIC's queue and holds up the packets behind it (ours: the paper's NI keeps every message in an admittance queue per destination, so a congested path never holds up the others; fabemu's NIC has one queue, and this memory stands in for those admittance queues: host memory, larger than a switch port's 128 KB)" paper:"000 §4.1"`
 }
 
 // DefaultRECNConfig: 8 SAQs per switch port and per NIC (paper 000 §4.3,

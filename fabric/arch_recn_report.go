@@ -43,6 +43,12 @@ type RECNReport struct {
 	// SAQsOverTime holds, per time bin from 0, the most SAQs in use
 	// network-wide during the bin (paper 000 Figure 5).
 	SAQsOverTime []int `json:"saqs_over_time"`
+	// SAQsPerInputOverTime and SAQsPerOutputOverTime hold, per time bin,
+	// the most SAQs in use at any one switch input (output) port during
+	// the bin (paper 000 Figs. 4 and 5); only with
+	// fabric.recn.port_series.
+	SAQsPerInputOverTime  []int `json:"saqs_per_input_over_time,omitempty"`
+	SAQsPerOutputOverTime []int `json:"saqs_per_output_over_time,omitempty"`
 }
 
 // RECN returns the RECN report of the run so far with SAQs over time in
@@ -73,17 +79,27 @@ func (f *Fabric) RECN(bin des.Time, bins int) *RECNReport {
 	if bin <= 0 || bins <= 0 {
 		return r
 	}
-	n := bins
-	r.SAQsOverTime = make([]int, n)
+	r.SAQsOverTime = a.binPeaks(bin, bins, func(s saqSample) int { return s.total })
+	if a.ports != nil {
+		r.SAQsPerInputOverTime = a.binPeaks(bin, bins, func(s saqSample) int { return s.maxIn })
+		r.SAQsPerOutputOverTime = a.binPeaks(bin, bins, func(s saqSample) int { return s.maxOt })
+	}
+	return r
+}
+
+// binPeaks is, per time bin of width bin from 0, the peak of what v reads
+// from the SAQ samples during the bin (the value at its start included).
+func (a *recnArch) binPeaks(bin des.Time, n int, v func(saqSample) int) []int {
+	out := make([]int, n)
 	cur, j := 0, 0
 	for b := 0; b < n; b++ {
 		end := des.Time(b+1) * bin
 		peak := cur
 		for ; j < len(a.series) && a.series[j].at < end; j++ {
-			cur = a.series[j].total
+			cur = v(a.series[j])
 			peak = max(peak, cur)
 		}
-		r.SAQsOverTime[b] = peak
+		out[b] = peak
 	}
-	return r
+	return out
 }

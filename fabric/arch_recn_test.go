@@ -551,3 +551,27 @@ func TestRECNNICKeepsInjecting(t *testing.T) {
 		t.Errorf("nic_saqs -1 allocated %d NIC SAQs", r.NICAllocations)
 	}
 }
+
+// TestRECNPortCountTracksBusiestPort: the most SAQs at any one port
+// follows allocations and frees at several ports, as the per-port series
+// of fabric.recn.port_series reports it.
+func TestRECNPortCountTracksBusiestPort(t *testing.T) {
+	c := &portCount{}
+	c.with[0], c.with[1] = make([]int, 9), make([]int, 9)
+	steps := []struct{ side, from, to, wantIn, wantOut int }{
+		{0, 0, 1, 1, 0}, // input A: 1
+		{0, 1, 2, 2, 0}, // input A: 2
+		{0, 0, 1, 2, 0}, // input B: 1
+		{1, 0, 1, 2, 1}, // output X: 1
+		{0, 2, 1, 1, 1}, // input A: 1 (A and B hold one each)
+		{0, 1, 0, 1, 1}, // input B: 0
+		{0, 1, 0, 0, 1}, // input A: 0
+		{1, 1, 0, 0, 0}, // output X: 0
+	}
+	for i, s := range steps {
+		c.change(s.side, s.from, s.to)
+		if c.most[0] != s.wantIn || c.most[1] != s.wantOut {
+			t.Fatalf("step %d: most in/out %d/%d, want %d/%d", i, c.most[0], c.most[1], s.wantIn, s.wantOut)
+		}
+	}
+}

@@ -270,7 +270,7 @@ func (a *recnIQArch) allocate(ii int32, vl int8, path string) int {
 		a.stats.Allocations++
 		a.stats.MaxSAQsPerInput = max(a.stats.MaxSAQsPerInput, rp.inUse)
 		a.stats.MaxSAQsTotal = max(a.stats.MaxSAQsTotal, a.total)
-		a.series = append(a.series, saqSample{a.f.eng.Now(), a.total})
+		a.series = append(a.series, saqSample{at: a.f.eng.Now(), total: a.total})
 		a.note("alloc-in", ii, k, 0)
 		return k
 	}
@@ -347,7 +347,7 @@ func (a *recnIQArch) maybeFree(ii int32, k int) {
 	rp.inUse--
 	a.total--
 	a.stats.Deallocations++
-	a.series = append(a.series, saqSample{f.eng.Now(), a.total})
+	a.series = append(a.series, saqSample{at: f.eng.Now(), total: a.total})
 }
 
 // postProcess runs the post-processing unit of input ii (§3.3.4) until

@@ -22,3 +22,19 @@ func QueuesPerInput(cfg Config, nVL, maxPacket, ports, hosts int) int {
 
 // PacketBytes is the size of one packet's state in memory.
 const PacketBytes = int64(unsafe.Sizeof(Packet{}))
+
+// QueueBytes is the size of one input queue's state: a queue holds no
+// memory of its own besides it (packets are linked through the queue),
+// until its head is routed and keeps its candidate outputs.
+const QueueBytes = int64(unsafe.Sizeof(queue{}))
+
+// PortStateBytes is the state a switch architecture keeps per switch port
+// besides its queues: for recn the port record and its SAQ table at the
+// input and at the output (arch_recn.go setup), 0 for the others.
+func PortStateBytes(cfg Config) int64 {
+	if cfg.Switch != "recn" {
+		return 0
+	}
+	r := cfg.RECN.resolved()
+	return 2 * (int64(unsafe.Sizeof(recnPort{})) + int64(r.MaxSAQs)*int64(unsafe.Sizeof(saq{})))
+}

@@ -4,28 +4,45 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math/bits"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/fabemu/fabemu/fabric"
+	"github.com/fabemu/fabemu/fabric/route"
 	"github.com/fabemu/fabemu/fabric/topo"
+	"github.com/fabemu/fabemu/nic"
 )
 
 // Memory estimate constants, calibrated against the peak resident set of
 // every preset (docs/performance.md, "Memory estimate"; the test
 // TestMemoryEstimateMatchesPresets in cmd/fabemu measures them).
 const (
-	memBaseline   = 16 << 20 // Go runtime, the binary's data, cobra and the report code
-	memPerSwitch  = 1200     // switch, its allocator state and routing entries
-	memPerPort    = 1400     // in and out port, link, credits, pending events
-	memPerQueue   = 96       // one input queue (a ring of packet pointers)
-	memPerHost    = 12 << 10 // NIC, its queues, metrics and connection rings
-	memPerPeer    = 16       // dense sequence tables: two uint64 per peer and host
-	memDenseHosts = 512      // nic keeps dense per-peer tables up to this many hosts
-	memDistEntry  = 6        // up to three uint16 all-pairs distance tables
-	memVLs        = 4        // virtual lanes assumed before the router is built
+	memBaseline     = 18 << 20                       // Go runtime, the binary's data, cobra and the report code (a two-host run)
+	memPerSwitch    = 1200                           // switch, its allocator state and routing entries
+	memPerPort      = 1400                           // in and out port, link, credits, pending events
+	memPerQueue     = fabric.QueueBytes              // one input queue (packets are linked through it)
+	memPerPacket    = int64(fabric.PacketBytes) + 96 // a packet, its message's share and its queue slots
+	memPerMeter     = 2048                           // one stream's order meters besides the history window
+	memPerMeterSlot = 37                             // a history record, its byte count and its bit
+	memPerHost      = 6 << 10                        // NIC, its queues, metrics and connection rings
+	memPerPeer      = 16                             // dense sequence tables: two uint64 per peer and host
+	memDenseHosts   = 512                            // nic keeps dense per-peer tables up to this many hosts
+	memDistEntry    = 6                              // up to three uint16 all-pairs distance tables
 )
+
+// Workload is what a run's workload tells the memory estimate.
+type Workload struct {
+	// PacketsPerHost is the most packets one host generates in the run
+	// (synth.PacketsBound); negative when not known before the run.
+	PacketsPerHost float64
+	// PacketBytes is the mean wire size of the workload's packets, which
+	// sets how many fit in the switch buffers; 0: the largest packet.
+	PacketBytes int
+	// Bytes is the workload's own state (a trace's records).
+	Bytes int64
+}
 
 // MemoryEstimate is the peak memory a run of a Model is expected to need,
 // with the topology counts it was computed from.
@@ -48,6 +65,17 @@ type MemoryPart struct {
 // and the Go runtime baseline. extra is added for a workload's own state
 // (a trace's records).
 func EstimateMemory(m *Model, extra int64) (MemoryEstimate, error) {
+	return EstimateRun(m, Workload{PacketsPerHost: -1, Bytes: extra})
+}
+
+// EstimateRun is EstimateMemory knowing the workload: the packets alive
+// at once are at most those the run generates (w.PacketsPerHost, when known) and
+// at most what the switch buffers hold. Packets waiting at the sources
+// beyond that, which grow without bound when the offered load exceeds
+// what the fabric accepts, are not in the estimate: the run bounds them
+// itself (run.max_source_packets) and stops with an error past the bound.
+func EstimateRun(m *Model, w Workload) (MemoryEstimate, error) {
+	extra := w.Bytes
 	c, err := topo.Count(m.Topology)
 	if err != nil {
 		return MemoryEstimate{}, err
@@ -62,18 +90,37 @@ func EstimateMemory(m *Model, extra int64) (MemoryEstimate, error) {
 	}
 	maxPacket := m.NIC.MaxPacket()
 	portsPerSwitch := int(min(c.Ports/max(c.Switches, 1), 1<<30))
-	q := int64(fabric.QueuesPerInput(m.Fabric, memVLs, maxPacket, portsPerSwitch, int(min(c.Hosts, 1<<40))))
+	q := int64(fabric.QueuesPerInput(m.Fabric, lanes(m), maxPacket, portsPerSwitch, int(min(c.Hosts, 1<<40))))
 	add("runtime baseline", memBaseline)
 	add("switches", mul(c.Switches, memPerSwitch))
 	add("ports and events", mul(c.Ports, memPerPort))
 	add("input queues", mul(mul(c.Ports, q), memPerQueue))
-	// Packets in flight: every switch buffer full of largest packets.
-	// Full of the smallest packets would bound it, but packets are
+	if b := fabric.PortStateBytes(m.Fabric); b > 0 {
+		add("switch port state", mul(c.Ports, b))
+	}
+	// Packets alive at once: at most every switch buffer full of largest
+	// packets (full of the smallest would bound it, but packets are
 	// allocated as they are generated and a run never fills every buffer
-	// with them; the calibration (docs/performance.md) measures this.
+	// with them), and at most every packet the run generates. Each costs
+	// its state, its message's and its slots in the queues it passes.
 	buf := int64(m.Fabric.InputBuffer) + int64(m.Fabric.OutputBuffer)
-	add("packets in flight", mul(mul(c.Ports, buf)/int64(max(maxPacket, 1)), fabric.PacketBytes))
+	size := maxPacket
+	if w.PacketBytes > 0 {
+		size = min(size, w.PacketBytes)
+	}
+	packets := mul(c.Ports, buf) / int64(max(size, 1))
+	generated := int64(-1)
+	if w.PacketsPerHost >= 0 {
+		generated = int64(min(w.PacketsPerHost*float64(c.Hosts), 1<<60))
+		packets = min(packets, generated)
+	}
+	add("packets in flight", mul(packets, memPerPacket))
 	add("hosts", mul(c.Hosts, memPerHost))
+	if n, b := orderMeterBytes(m, c.Hosts, generated); n > 0 {
+		// Adaptive delivery meters the order of each stream that delivers
+		// a packet (nic/order.go), up to nic.delivery.order_streams.
+		add("order meters", mul(n, b))
+	}
 	if c.Hosts <= memDenseHosts {
 		add("per-peer state", mul(mul(c.Hosts, c.Hosts), memPerPeer))
 	}
@@ -82,6 +129,50 @@ func EstimateMemory(m *Model, extra int64) (MemoryEstimate, error) {
 	}
 	add("workload", extra)
 	return e, nil
+}
+
+// lanes is the number of virtual lanes the router of m gives every link,
+// from the configuration (route.New builds it): one escape lane, two for
+// dimension order on a torus (the dateline's), plus the adaptive lanes of
+// adaptive routing.
+func lanes(m *Model) int {
+	n := 1
+	if esc := m.Routing.Escape; m.Topology.Kind == topo.KindTorus && (esc == "dor" || esc == "auto" || esc == "") {
+		n = 2
+	}
+	if m.Routing.Mode == route.Adaptive {
+		n += max(m.Routing.AdaptiveVLs, 0)
+	}
+	return n
+}
+
+// orderMeterBytes is how many stream order meters a run of m keeps at
+// most (the first streams to deliver a packet, up to
+// nic.delivery.order_streams, at most one per host pair and per packet)
+// and the bytes of one: an RFC 4737 history window of records
+// (reorder.NewOrderMeter), rounded up to a power of two.
+func orderMeterBytes(m *Model, hosts, packets int64) (n, bytes int64) {
+	d := m.NIC.Delivery
+	if mode, _ := d.Effective(m.Routing.Mode); mode == nic.DeliveryDeterministic {
+		return 0, 0
+	}
+	streams := int64(d.OrderStreams)
+	switch {
+	case streams < 0:
+		return 0, 0
+	case streams == 0:
+		streams = 1024
+	}
+	streams = min(streams, mul(hosts, max(hosts-1, 0)))
+	if packets >= 0 {
+		streams = min(streams, packets)
+	}
+	window := int64(d.OrderWindow)
+	if window <= 0 {
+		window = 256
+	}
+	window = int64(1) << bits.Len64(uint64(window-1))
+	return streams, window*memPerMeterSlot + memPerMeter
 }
 
 func mul(a, b int64) int64 {
@@ -228,4 +319,21 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q: expected a positive size such as 8GiB or 512MiB", s)
 	}
 	return int64(v * float64(mult)), nil
+}
+
+// SourcePacketBudget is the automatic run.max_source_packets of a run of m
+// (run.max_source_packets=0): the packets half the memory left after the
+// run's estimate holds, the other half left to the collector's headroom
+// and to the rest of the machine. It returns 0 (no bound) when the
+// available memory cannot be read.
+func SourcePacketBudget(m *Model, w Workload) int64 {
+	avail := AvailableMemory()
+	if avail <= 0 {
+		return 0
+	}
+	e, err := EstimateRun(m, w)
+	if err != nil {
+		return 0
+	}
+	return max((avail-e.Bytes)/2/memPerPacket, 1)
 }

@@ -61,6 +61,10 @@ type RunConfig struct {
 	Drain    des.Time `yaml:"drain" json:"drain,omitzero" unit:"time" doc:"after warm-up + duration the sources stop and the run goes on until every generated packet is delivered, at most this long; the summary gives the time of the last delivery (0 = no drain: the run ends at warm-up + duration)" paper:"001 §4.3 (bursty load: simulation goes on until all messages arrive)"`
 	// LaneStats adds the lanes report to a synthetic run's summary.
 	LaneStats bool `yaml:"lane_stats,omitempty" json:"lane_stats,omitempty" doc:"tori and meshes: measure transit queue occupation (packets, sampled every microsecond) and channel utilisation per direction and lane after the warm-up, reported as lanes in the summary" paper:"002 §3, Figures 5, 8, 10"`
+	// MaxSourcePackets bounds the packets waiting at the sources, which
+	// grow without bound when the offered load exceeds what the fabric
+	// accepts (Session.RunUntil checks it).
+	MaxSourcePackets int64 `yaml:"max_source_packets,omitempty" json:"max_source_packets,omitzero" unit:"packets" doc:"most packets the hosts' injection queues may hold, all hosts together, before the run stops with an error (they grow without bound when the offered load exceeds what the fabric accepts); 0 = what half the memory left after the run's estimate holds, -1 = no bound"`
 }
 
 // TrafficConfig describes a synthetic workload. It lives with the presets
@@ -101,6 +105,9 @@ func (c *SimConfig) Validate() error {
 	}
 	if c.Run.Drain < 0 {
 		return fmt.Errorf("run.drain %v: must not be negative", c.Run.Drain)
+	}
+	if c.Run.MaxSourcePackets < -1 {
+		return fmt.Errorf("run.max_source_packets %d: want -1 (no bound), 0 (from the memory left) or a packet count", c.Run.MaxSourcePackets)
 	}
 	if c.Traffic.Load < 0 {
 		return fmt.Errorf("traffic.load %g: must not be negative", c.Traffic.Load)

@@ -21,6 +21,24 @@ type Session struct {
 	Fabric  *fabric.Fabric
 	Net     *nic.Network
 	Metrics *nic.Metrics
+	// MaxQueued, when positive, is the most packets the hosts' injection
+	// queues may hold together: RunUntil stops the run with a
+	// SourceBacklogError past it (run.max_source_packets).
+	MaxQueued int64
+}
+
+// SourceBacklogError is a run stopped because its sources queued more
+// packets than Session.MaxQueued: the offered load exceeds what the
+// fabric accepts, and the queues would grow until memory runs out.
+type SourceBacklogError struct {
+	At     des.Time
+	Queued int64
+	Limit  int64
+}
+
+func (e *SourceBacklogError) Error() string {
+	return fmt.Sprintf("run.max_source_packets=%d: at %v the hosts' injection queues hold %d packets (about %s) the fabric has not accepted: the offered load exceeds what it accepts; lower traffic.load, shorten run.duration or raise run.max_source_packets (-1: no bound)",
+		e.Limit, e.At, e.Queued, FormatBytes(e.Queued*memPerPacket))
 }
 
 // NewSession builds the model for the given parts. The metrics window is
@@ -98,6 +116,9 @@ func (s *Session) RunUntil(end des.Time, progress Progress) error {
 		s.Eng.RunUntil(t)
 		if s.Fabric.Deadlock != nil {
 			return s.Fabric.Deadlock
+		}
+		if q := int64(s.Net.Queued); s.MaxQueued > 0 && q > s.MaxQueued {
+			return &SourceBacklogError{At: t, Queued: q, Limit: s.MaxQueued}
 		}
 		if progress != nil {
 			progress(t, end)

@@ -43,6 +43,8 @@ var goldenRuns = []struct {
 	{"sim-min256-8x8-iq-corner2", []string{"sim", "--preset", "paper003-min256-8x8", "--pattern", "corner2", "--load", "0.8", "--duration", "20us", "--warmup", "5us"}},
 	// MIN with the RECN switch (paper 000 §3), corner case 2 scaled to 80-97 us
 	{"sim-min64-recn-corner2", []string{"sim", "--preset", "paper000-min64", "--set", "fabric.switch=recn", "--pattern", "corner2:0.1", "--duration", "40us", "--warmup", "70us"}},
+	// RECN with the paper's crossbar preference for normal queues over SAQs (paper 000 §4.1)
+	{"sim-min64-recn-normalfirst-corner2", []string{"sim", "--preset", "paper000-min64", "--set", "fabric.switch=recn", "--set", "fabric.recn.normal_first=true", "--pattern", "corner2:0.1", "--duration", "40us", "--warmup", "70us"}},
 	// 3-D torus, adaptive, exponential arrivals
 	{"sim-8ary3cube-adaptive", []string{"sim", "--preset", "paper001-8ary3cube", "--load", "0.4", "--duration", "10us", "--warmup", "2us"}},
 	// 2-D torus with two adaptive lanes and small escape buffers

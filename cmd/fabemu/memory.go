@@ -6,6 +6,7 @@ import (
 
 	"github.com/fabemu/fabemu/experiment"
 	"github.com/fabemu/fabemu/model"
+	"github.com/fabemu/fabemu/workload/synth"
 	"github.com/spf13/cobra"
 )
 
@@ -24,17 +25,17 @@ func (mf *memFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&mf.maxMemory, "max-memory", "", "memory the run may use, e.g. 8GiB (default: the available memory); a run whose estimate exceeds it is refused")
 }
 
-// check estimates m's memory (extra for the workload's own state, times
-// jobs runs at once); it prints the estimate and reports stop under
+// check estimates m's memory (with what the workload tells of itself,
+// times jobs runs at once); it prints the estimate and reports stop under
 // --dry-run, and refuses a run that does not fit.
-func (mf *memFlags) check(w io.Writer, m *model.Model, extra int64, jobs int) (stop bool, err error) {
+func (mf *memFlags) check(w io.Writer, m *model.Model, wl model.Workload, jobs int) (stop bool, err error) {
 	var limit int64
 	if mf.maxMemory != "" {
 		if limit, err = model.ParseSize(mf.maxMemory); err != nil {
 			return false, fmt.Errorf("--max-memory %w", err)
 		}
 	}
-	e, err := model.EstimateMemory(m, extra)
+	e, err := model.EstimateRun(m, wl)
 	if err != nil {
 		return false, err
 	}
@@ -81,7 +82,11 @@ func (mf *memFlags) checkExperiment(w io.Writer, e *experiment.Experiment, quick
 			continue
 		}
 		m := mc.ModelConfig()
-		est, err := model.EstimateMemory(m, 0)
+		wl, err := workloadOf(c)
+		if err != nil {
+			return false, fmt.Errorf("row %s: %w", r.Name, err)
+		}
+		est, err := model.EstimateRun(m, wl)
 		if err != nil {
 			return false, fmt.Errorf("row %s: %w", r.Name, err)
 		}
@@ -101,4 +106,19 @@ func (mf *memFlags) checkExperiment(w io.Writer, e *experiment.Experiment, quick
 		fmt.Fprintf(w, "memory estimate %s per run x %d jobs = %s\n", model.FormatBytes(worst.Bytes), jobs, model.FormatBytes(worst.Bytes*int64(jobs)))
 	}
 	return mf.dryRun, model.CheckMemory(worstModel, worst, jobs, limit)
+}
+
+// workloadOf is what a run configuration tells the memory estimate of its
+// workload: the packets a synthetic run generates at most per host; nothing for
+// other kinds (a trace's records are counted when it is read).
+func workloadOf(c any) (model.Workload, error) {
+	sc, ok := c.(*model.SimConfig)
+	if !ok {
+		return model.Workload{PacketsPerHost: -1}, nil
+	}
+	n, size, err := synth.PacketsBound(sc)
+	if err != nil {
+		return model.Workload{}, err
+	}
+	return model.Workload{PacketsPerHost: n, PacketBytes: size}, nil
 }

@@ -71,29 +71,48 @@ func peakRSS(t *testing.T, bin string, args ...string) float64 {
 }
 
 // TestMemoryEstimateMatchesPresets runs every preset for a short window
-// as a subprocess and compares its peak resident set with the estimate.
+// as a subprocess, and a few longer or architecture-specific cases, and
+// compares the peak resident set with the estimate `--dry-run` prints for
+// the same run.
 //
-// Tolerance: the estimate must not be below 60% of the measured peak (a
-// run it lets through must not need much more than it said), and not
-// above ten times it. The lower side is set by the paper 003 MINs, which
-// the estimate undercounts by about 30% for a reason not yet traced
-// (measured 0.70-0.73 on different days; at 0.7 the bound failed on load
-// alone); docs/performance.md says so. The upper side is loose on purpose: the estimate
-// counts every switch buffer full of packets, a bound a saturated run
-// approaches but a 5 us test window does not, and the MIN presets of
-// paper 000 have large buffers (docs/performance.md lists the ratios).
+// Tolerance: the estimate must be within 30% of the measured peak, both
+// ways. What the estimate cannot know sets the band: it counts every
+// packet the run generates as alive (an upper bound: short runs deliver
+// some), every stream's order meter at once (made at a stream's first
+// delivery, so fewer in a short window), and the Go runtime's baseline as
+// one constant (18 MiB measured on two hosts; the heap's size classes and
+// when the collector first runs move it by a megabyte or two). 20 us is
+// the shortest window where the order meters of the adaptive presets are
+// mostly made (at 5 us paper002-torus16x16 came out at 1.29, at 20 us
+// 0.95); the measured ratios are in docs/performance.md.
 func TestMemoryEstimateMatchesPresets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every preset as a subprocess")
 	}
 	bin := buildBinary(t)
+	type run struct {
+		name string
+		args []string
+	}
+	var runs []run
 	for _, p := range model.Presets() {
-		est := dryRunEstimate(t, bin, "--preset", p.Name)
-		rss := peakRSS(t, bin, "sim", "--preset", p.Name, "--duration", "5us", "--warmup", "1us")
+		runs = append(runs, run{p.Name, []string{"--preset", p.Name, "--duration", "20us", "--warmup", "1us"}})
+	}
+	runs = append(runs,
+		// the packets-alive term grows with the run
+		run{"paper000-min512 50us", []string{"--preset", "paper000-min512", "--duration", "50us", "--warmup", "1us"}},
+		run{"paper003-min256-8x8 50us", []string{"--preset", "paper003-min256-8x8", "--duration", "50us", "--warmup", "1us"}},
+		// a queue per destination at every input; SAQ tables per port
+		run{"paper000-min64 voqnet", []string{"--preset", "paper000-min64", "--set", "fabric.switch=voqnet", "--duration", "50us", "--warmup", "1us"}},
+		run{"paper000-min512 recn", []string{"--preset", "paper000-min512", "--set", "fabric.switch=recn", "--duration", "20us", "--warmup", "1us"}},
+	)
+	for _, r := range runs {
+		est := dryRunEstimate(t, bin, r.args...)
+		rss := peakRSS(t, bin, append([]string{"sim"}, r.args...)...)
 		ratio := est / rss
-		t.Logf("%-22s estimate %6.1f MiB  peak RSS %6.1f MiB  ratio %.2f", p.Name, est/(1<<20), rss/(1<<20), ratio)
-		if ratio < 0.6 || ratio > 10 {
-			t.Errorf("%s: estimate %.1f MiB, measured %.1f MiB (ratio %.2f, want 0.6..10)", p.Name, est/(1<<20), rss/(1<<20), ratio)
+		t.Logf("%-26s estimate %6.1f MiB  peak RSS %6.1f MiB  ratio %.2f", r.name, est/(1<<20), rss/(1<<20), ratio)
+		if ratio < 0.7 || ratio > 1.3 {
+			t.Errorf("%s: estimate %.1f MiB, measured %.1f MiB (ratio %.2f, want 0.7..1.3)", r.name, est/(1<<20), rss/(1<<20), ratio)
 		}
 	}
 }

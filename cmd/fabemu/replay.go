@@ -59,7 +59,7 @@ sample is replayed.`,
 			if err != nil {
 				return err
 			}
-			if stop, err := f.mem.check(cmd.OutOrStdout(), &cfg.Model, 0, 1); stop || err != nil {
+			if stop, err := f.mem.check(cmd.OutOrStdout(), &cfg.Model, model.Workload{PacketsPerHost: -1}, 1); stop || err != nil {
 				return err
 			}
 			if err := checkOutputs([]string{cfg.Replay.Trace, f.config, cfg.Replay.Map}, output{"--json", f.jsonPath},

@@ -59,7 +59,11 @@ With --sweep-load FROM:TO:STEP it runs one simulation per offered load
 			if f.sweep != "" {
 				jobs = max(f.jobs, 1)
 			}
-			if stop, err := f.mem.check(cmd.OutOrStdout(), &cfg.Model, 0, jobs); stop || err != nil {
+			wl, err := workloadOf(&cfg)
+			if err != nil {
+				return err
+			}
+			if stop, err := f.mem.check(cmd.OutOrStdout(), &cfg.Model, wl, jobs); stop || err != nil {
 				return err
 			}
 			out := tableWriter(cmd, f.jsonPath)

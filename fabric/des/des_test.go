@@ -243,3 +243,29 @@ func TestWheelAgainstReference(t *testing.T) {
 type handlerFunc func(*Event)
 
 func (f handlerFunc) Handle(e *Event) { f(e) }
+
+// TestWheelKeepsRoomOfBusyBucketsOnly: events that arrive in bursts of a
+// few hundred per nanosecond, every nanosecond for more than a lap of the
+// wheel, leave the wheel holding room for the buckets in use at once, not
+// for every bucket's largest burst (which was 16,384 x 300 keys here).
+func TestWheelKeepsRoomOfBusyBucketsOnly(t *testing.T) {
+	e := New()
+	var h handlerFunc = func(*Event) {}
+	const burst, ahead = 300, 8 // keys per nanosecond, nanoseconds scheduled ahead
+	for ns := Time(0); ns < 2*wheelSize<<bucketShift/1000*1000; ns += 1 << bucketShift {
+		for i := 0; i < burst; i++ {
+			e.Schedule(ns+ahead<<bucketShift, h, 0, 0, nil)
+		}
+		e.RunUntil(ns)
+	}
+	room := 0
+	for _, b := range e.q.buckets {
+		room += cap(b)
+	}
+	for _, b := range e.q.spare {
+		room += cap(b)
+	}
+	if limit := wheelSize*bucketCap + 4*ahead*2*burst; room > limit {
+		t.Errorf("wheel holds room for %d keys after the bursts, want at most %d", room, limit)
+	}
+}

@@ -23,6 +23,14 @@ type queue struct {
 	curSort  bool  // the current bucket is sorted from curPos on
 	inWheel  int
 	far      []key // 4-ary heap of keys at or beyond the horizon
+	// spare holds the grown slices of drained buckets for the next
+	// bucket that outgrows its room. Without it every one of the 16,384
+	// buckets kept the largest slice it ever needed: a network whose
+	// switches move in step (same packet size, same link rate) puts
+	// hundreds of events into one nanosecond, and the wheel then held
+	// 16,384 times that (over 100 MB on a 256-host MIN) although only the
+	// buckets of the next few hundred nanoseconds are ever in use.
+	spare [][]key
 }
 
 const (
@@ -73,15 +81,34 @@ func (q *queue) insert(b int64, k key) {
 				hi = m
 			}
 		}
+		if len(bk) == cap(bk) {
+			bk = q.grow(bk)
+		}
 		bk = append(bk, key{})
 		copy(bk[lo+1:], bk[lo:])
 		bk[lo] = k
 	} else {
+		if len(bk) == cap(bk) {
+			bk = q.grow(bk)
+		}
 		bk = append(bk, k)
 	}
 	q.buckets[i] = bk
 	q.nonEmpty[i>>6] |= 1 << uint(i&63)
 	q.inWheel++
+}
+
+// grow returns bk's keys in a slice with room for one more: a drained
+// bucket's spare slice when the last one returned is large enough, else
+// a new one twice the size (bk, outgrown, is left to the collector).
+func (q *queue) grow(bk []key) []key {
+	if n := len(q.spare); n > 0 && cap(q.spare[n-1]) > len(bk) {
+		s := q.spare[n-1]
+		q.spare[n-1] = nil
+		q.spare = q.spare[:n-1]
+		return append(s, bk...)
+	}
+	return append(make([]key, 0, max(2*cap(bk), 2*bucketCap)), bk...)
 }
 
 // popUntil removes and returns the earliest key if it is due by until.
@@ -105,6 +132,10 @@ func (q *queue) popUntil(until Time) (key, bool) {
 			q.inWheel--
 			if q.curPos == len(bk) {
 				q.buckets[i] = bk[:0]
+				if cap(bk) > bucketCap {
+					q.spare = append(q.spare, bk[:0])
+					q.buckets[i] = nil
+				}
 				q.curPos = 0
 				q.nonEmpty[i>>6] &^= 1 << uint(i&63)
 			}

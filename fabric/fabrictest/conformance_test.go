@@ -41,6 +41,11 @@ func variants() []variant {
 			}
 		}
 	}
+	// recn with the paper's crossbar preference for normal queues
+	// (fabric.recn.normal_first, paper 000 §4.1)
+	c := fabric.DefaultConfig()
+	c.Switch, c.Allocator, c.RECN.NormalFirst = "recn", "rr", true
+	vs = append(vs, variant{"recn/rr/normal_first", c, true})
 	return vs
 }
 

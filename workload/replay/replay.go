@@ -27,6 +27,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/fabric/topo"
 	"github.com/fabemu/fabemu/internal/hist"
@@ -710,6 +711,9 @@ type ReplaySummary struct {
 	Invariants                      ReplayInvariants   `json:"invariants"`
 	nic.DeliveryReport                                 // end-to-end delivery figures, flattened
 	Timeseries                      []ReplayBin        `json:"timeseries"`
+	// RECN is the recn switch's report (paper 000 §4.4: SAQs per port and
+	// network-wide), nil with other switches.
+	RECN *fabric.RECNReport `json:"recn,omitempty"`
 	// Capture is set for a packet-capture replay.
 	Capture *CaptureInfo   `json:"capture,omitempty"`
 	Run     *ReplayRunInfo `json:"run,omitempty"`
@@ -986,6 +990,7 @@ func (r *replayer) summarize(cfg ReplaySimConfig, scan TraceScan) *ReplaySummary
 	iv.OK = iv.OK && iv.AllCompleted
 	sum.Invariants = iv
 	sum.Timeseries = r.timeseries(sw)
+	sum.RECN = s.Fabric.RECN(r.binWidth, len(sum.Timeseries))
 	if r.cap != nil {
 		sum.Capture = r.cap.summary()
 	}

@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"errors"
 	"time"
 
 	"github.com/fabemu/fabemu/fabric"
@@ -102,6 +103,16 @@ func RunSim(cfg model.SimConfig, progress model.Progress) (*Summary, error) {
 	if cfg.Run.LaneStats {
 		s.Fabric.MeasureLanes(cfg.Run.Warmup, des.Microsecond)
 	}
+	switch s.MaxQueued = cfg.Run.MaxSourcePackets; s.MaxQueued {
+	case -1:
+		s.MaxQueued = 0
+	case 0:
+		n, size, err := PacketsBound(&cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.MaxQueued = model.SourcePacketBudget(&cfg.Model, model.Workload{PacketsPerHost: n, PacketBytes: size})
+	}
 	start := time.Now()
 	syn.start()
 	runErr := s.RunUntil(end, progress)
@@ -119,7 +130,10 @@ func RunSim(cfg model.SimConfig, progress model.Progress) (*Summary, error) {
 		EventsPerSecond:           float64(s.Eng.Fired()) / wall,
 		DeliveredPacketsPerSecond: float64(s.Fabric.Stats.Delivered) / wall}
 	if runErr != nil {
-		sum.Invariants.NoDeadlock = false
+		var backlog *model.SourceBacklogError
+		if !errors.As(runErr, &backlog) {
+			sum.Invariants.NoDeadlock = false
+		}
 		sum.Invariants.OK = false
 		return sum, runErr
 	}

@@ -148,3 +148,31 @@ func (s *synth) Handle(ev *des.Event) {
 		return
 	}
 }
+
+// PacketsBound is the most packets one host generates in a run of c, and
+// their mean wire size, for the memory estimate (model.EstimateRun): every host at its
+// offered load for the warm-up and the duration, at the full link rate
+// when a scheduled pattern (the corner cases) or rate phases set the rate
+// over time, since their hot periods may run at it.
+func PacketsBound(c *model.SimConfig) (perHost float64, meanBytes int, err error) {
+	sizes, err := traffic.ParseSizes(c.Traffic.Sizes)
+	if err != nil {
+		return 0, 0, fmt.Errorf("traffic.sizes: %w", err)
+	}
+	load := c.Traffic.Load
+	spec, err := traffic.ParsePattern(c.Traffic.Pattern)
+	if err != nil {
+		return 0, 0, fmt.Errorf("traffic.pattern: %w", err)
+	}
+	if spec.Name == traffic.NameCorner1 || spec.Name == traffic.NameCorner2 || c.Traffic.Phases != "" {
+		load = max(load, 1)
+	}
+	link := HostLink(c.Fabric, c.NIC)
+	perMsg := sizes.MeanPicos(link)
+	meanBytes = int(sizes.MeanWireBytes(link) / sizes.MeanPackets(link))
+	if !(perMsg > 0) || !(load > 0) {
+		return 0, meanBytes, nil
+	}
+	msgs := float64(c.Run.Warmup+c.Run.Duration) * load / perMsg
+	return (msgs + 1) * sizes.MeanPackets(link), meanBytes, nil
+}

@@ -118,6 +118,20 @@ func (z Sizes) MeanWireBytes(l Link) float64 {
 	return m
 }
 
+// MeanPackets returns the mean number of packets per message on link l
+// (a message above the MTU travels as several).
+func (z Sizes) MeanPackets(l Link) float64 {
+	m := 0.0
+	for i, s := range z.sizes {
+		n := 1
+		if l.MTU > 0 && s > l.MTU {
+			n = (s + l.MTU - 1) / l.MTU
+		}
+		m += z.w[i] * float64(n)
+	}
+	return m
+}
+
 // MeanPicos returns the mean serialization time of one message on link l,
 // in picoseconds: the packet time the load definition divides by.
 func (z Sizes) MeanPicos(l Link) float64 { return l.Picos(1) * z.MeanWireBytes(l) }
