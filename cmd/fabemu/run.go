@@ -378,7 +378,7 @@ func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo
 
 	var servers []*http.Server
 	if apiLn != nil {
-		srv := &http.Server{Handler: emu.NewAPIHandler(e.Status), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: apiIdleTimeout}
+		srv := &http.Server{Handler: emu.NewControlHandler(e.Status, e), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: apiIdleTimeout}
 		servers = append(servers, srv)
 		go func() { _ = srv.Serve(apiLn) }()
 		log.Info("control API listening", zap.String("socket", cfg.API.Socket))

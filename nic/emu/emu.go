@@ -155,6 +155,13 @@ type Emulator struct {
 	closeErr   error
 	lagWarn    lagWarner
 	rates      rateState
+	// bg is the synthetic background load (nil if none), loop-owned;
+	// bgLoad its offered load, bgHosts the hosts it may run on (those
+	// without a TAP), bgGen how often it was replaced.
+	bg      *synth.Background
+	bgLoad  float64
+	bgHosts []int
+	bgGen   uint64
 }
 
 // checkStaleNetns refuses to reclaim a namespace that is not stale: one a
@@ -302,12 +309,13 @@ func newEmulator(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 		p.cond = sync.NewCond(&p.mu)
 		e.ports = append(e.ports, p)
 	}
-	if cfg.Background.Enabled || cfg.Background.Trace != "" || cfg.Background.Capture != "" {
-		for h := 0; h < n; h++ {
-			if _, ok := used[h]; !ok {
-				e.background = append(e.background, h)
-			}
+	for h := 0; h < n; h++ {
+		if _, ok := used[h]; !ok {
+			e.bgHosts = append(e.bgHosts, h)
 		}
+	}
+	if cfg.Background.Enabled || cfg.Background.Trace != "" || cfg.Background.Capture != "" {
+		e.background = e.bgHosts
 	}
 	if cfg.Background.Trace != "" {
 		if err := e.startTrace(); err != nil {
@@ -315,8 +323,7 @@ func newEmulator(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 		}
 	}
 	if cfg.Background.Enabled {
-		if err := synth.StartBackground(sess.Net, sess.Eng, model.Traffic, synth.HostLink(model.Fabric, model.NIC),
-			cfg.Background.Seed, e.background, des.Never); err != nil {
+		if err := e.startBackground(model.Traffic.Load); err != nil {
 			_ = e.closeDevices()
 			return nil, fmt.Errorf("background: %w", err)
 		}
@@ -328,6 +335,68 @@ func newEmulator(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 		}
 	}
 	return e, nil
+}
+
+// startBackground replaces the synthetic background load with one of the
+// given offered load (0 = none) on the hosts without a TAP (loop
+// goroutine, or before Start).
+func (e *Emulator) startBackground(load float64) error {
+	tc := e.model.Traffic
+	if load > 0 && tc.Phases != "" {
+		return fmt.Errorf("background.traffic.phases %q sets the load over time; a single load cannot replace it", tc.Phases)
+	}
+	tc.Load = load
+	var next *synth.Background
+	if load > 0 {
+		var err error
+		next, err = synth.StartBackgroundLoad(e.sess.Net, e.sess.Eng, tc, synth.HostLink(e.model.Fabric, e.model.NIC),
+			e.cfg.Background.Seed+e.bgGen, e.bgHosts, des.Never)
+		if err != nil {
+			return err
+		}
+	}
+	if e.bg != nil {
+		e.bg.Stop()
+	}
+	e.bg, e.bgLoad = next, load
+	e.bgGen++
+	if load > 0 {
+		e.background = e.bgHosts
+	} else if e.bgTrace == nil && e.bgCap == nil {
+		e.background = nil
+	}
+	return nil
+}
+
+// BackgroundState is the synthetic background load in effect.
+type BackgroundState struct {
+	Load  float64 `json:"load"`
+	Hosts int     `json:"hosts"`
+}
+
+// SetBackgroundLoad replaces the synthetic background load at runtime
+// with one of offered load load (a fraction of each host's link, 0 =
+// none) on the hosts without a TAP. Messages already in the fabric stay.
+func (e *Emulator) SetBackgroundLoad(load float64) (BackgroundState, error) {
+	if !(load >= 0 && load <= 1) {
+		return BackgroundState{}, fmt.Errorf("background load %g: want a fraction of the link rate, 0 <= load <= 1", load)
+	}
+	if load > 0 && len(e.bgHosts) == 0 {
+		return BackgroundState{}, errors.New("every host of the fabric has a TAP: there is no host to run background load on")
+	}
+	var st BackgroundState
+	var err error
+	if derr := e.pacer.Do(func() {
+		if err = e.startBackground(load); err == nil {
+			st = BackgroundState{Load: e.bgLoad, Hosts: len(e.bgHosts)}
+		}
+	}); derr != nil {
+		return st, derr
+	}
+	if err == nil {
+		e.log.Info("background load changed", zap.Float64("load", load), zap.Int("hosts", st.Hosts))
+	}
+	return st, err
 }
 
 // startTrace starts the background trace on the hosts without a TAP.

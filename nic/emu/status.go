@@ -25,6 +25,9 @@ type Status struct {
 	Routing       string  `json:"routing"`
 	// BackgroundHosts are the hosts running synthetic load (none if off).
 	BackgroundHosts int `json:"background_hosts"`
+	// BackgroundLoad is the synthetic background's offered load (0 = none;
+	// fabemu set background.load=X changes it).
+	BackgroundLoad float64 `json:"background_load"`
 	// BackgroundTrace is the progress of background.trace (absent if none).
 	BackgroundTrace *replay.LiveProgress `json:"background_trace,omitempty"`
 	// BackgroundCapture is background.capture's accounting (absent if none).
@@ -184,7 +187,7 @@ func (e *Emulator) status() *Status {
 	s := e.sess
 	st := &Status{Schema: StatusSchema, UptimeSeconds: time.Since(e.start).Seconds(),
 		Preset: e.cfg.Model.Preset, Topology: s.Topo.Describe(), Delivery: string(s.Net.Mode()),
-		Routing: string(s.Router.Mode()), BackgroundHosts: len(e.background)}
+		Routing: string(s.Router.Mode()), BackgroundHosts: len(e.background), BackgroundLoad: e.bgLoad}
 	if e.pcap != nil {
 		st.PcapOut = e.pcap.status()
 	}

@@ -15,13 +15,28 @@ import (
 // pattern over all hosts, so background messages also reach the live
 // hosts' links. Messages carry no Tag and no Done callback.
 func StartBackground(nw *nic.Network, eng *des.Engine, c model.TrafficConfig, link traffic.Link, seed uint64, hosts []int, end des.Time) error {
+	_, err := StartBackgroundLoad(nw, eng, c, link, seed, hosts, end)
+	return err
+}
+
+// Background is synthetic load started by StartBackgroundLoad.
+type Background struct{ s *synth }
+
+// Stop ends the load now: no message is created from the current
+// simulated time on (the daemon replaces its background load this way).
+// It must run on the engine's goroutine.
+func (b *Background) Stop() { b.s.end = min(b.s.end, b.s.eng.Now()) }
+
+// StartBackgroundLoad is StartBackground returning the load, so that it
+// can be stopped.
+func StartBackgroundLoad(nw *nic.Network, eng *des.Engine, c model.TrafficConfig, link traffic.Link, seed uint64, hosts []int, end des.Time) (*Background, error) {
 	s, err := newSynth(nw, eng, c, link, seed, end)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, h := range hosts {
 		if h < 0 || h >= nw.Hosts() {
-			return fmt.Errorf("background: host %d outside 0..%d", h, nw.Hosts()-1)
+			return nil, fmt.Errorf("background: host %d outside 0..%d", h, nw.Hosts()-1)
 		}
 	}
 	now := int64(eng.Now())
@@ -33,5 +48,5 @@ func StartBackground(nw *nic.Network, eng *des.Engine, c model.TrafficConfig, li
 			eng.Schedule(des.Time(t), s, 0, int32(h), nil)
 		}
 	}
-	return nil
+	return &Background{s: s}, nil
 }

@@ -128,6 +128,9 @@ const aheadHorizon = 20 * des.Microsecond
 func (s *synth) Handle(ev *des.Event) {
 	h := int(ev.A)
 	now := ev.At
+	if now >= s.end {
+		return // stopped (Background.Stop) after this arrival was scheduled
+	}
 	r := s.rngs[h]
 	t := now
 	for {
