@@ -2,6 +2,7 @@ package emu
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -79,4 +80,33 @@ func TestControlBackgroundLoad(t *testing.T) {
 	if off := events() - e2; off > idle+100 {
 		t.Errorf("background load did not stop: %d events in 200 ms", off)
 	}
+}
+
+// The write API's body parser never panics and answers 200 or 400 with
+// JSON.
+func FuzzBackgroundBody(f *testing.F) {
+	for _, s := range []string{`{"load": 0.1}`, `{}`, `{"load": "x"}`, `{"load": 1e400}`, ``, `null`, `{"load": -0}`, `[1]`} {
+		f.Add(s)
+	}
+	h := NewControlHandler(fakeStatus, fakeCtl{})
+	f.Fuzz(func(t *testing.T, body string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "http://fabemu"+PathBackground, strings.NewReader(body)))
+		if rec.Code != 200 && rec.Code != 400 {
+			t.Fatalf("%q: %d %s", body, rec.Code, rec.Body)
+		}
+		var v any
+		if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+			t.Fatalf("%q: answer is not JSON: %v", body, err)
+		}
+	})
+}
+
+type fakeCtl struct{}
+
+func (fakeCtl) SetBackgroundLoad(load float64) (BackgroundState, error) {
+	if !(load >= 0 && load <= 1) {
+		return BackgroundState{}, errors.New("out of range")
+	}
+	return BackgroundState{Load: load, Hosts: 3}, nil
 }
