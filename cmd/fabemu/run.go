@@ -41,7 +41,7 @@ type runFlags struct {
 	noMetrics   bool
 	logFormat   string
 	logLevel    string
-	dilation    float64
+	dilation    string
 	cpuprofile  string
 	precise     bool
 	pcapOut     string
@@ -102,7 +102,7 @@ namespaces).`,
 	fs.BoolVar(&f.noMetrics, "no-metrics", false, "do not serve Prometheus metrics")
 	fs.StringVar(&f.logFormat, "log-format", "", "json or console (overrides log.format)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (overrides log.level)")
-	fs.Float64Var(&f.dilation, "dilation", 0, "wall seconds per simulated second (overrides pacing.dilation)")
+	fs.StringVar(&f.dilation, "dilation", "", "wall seconds per simulated second, or auto: measure the model's speed at start and take the smallest dilation it keeps up with (overrides pacing.dilation, pacing.dilation_auto)")
 	fs.BoolVar(&f.precise, "precise-timer", false, "sleep on a timerfd (sets pacing.precise_timer)")
 	fs.StringVar(&f.pcapOut, "pcap-out", "", "record every frame written to a TAP to this pcapng file (overrides pcap_out)")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
@@ -179,8 +179,16 @@ func (f *runFlags) resolve(cmd *cobra.Command) (emu.RunConfig, error) {
 	if f.logLevel != "" {
 		cfg.Log.Level = f.logLevel
 	}
-	if f.dilation != 0 {
-		cfg.Pacing.Dilation = f.dilation
+	switch f.dilation {
+	case "":
+	case "auto":
+		cfg.Pacing.DilationAuto = true
+	default:
+		d, err := strconv.ParseFloat(f.dilation, 64)
+		if err != nil {
+			return cfg, fmt.Errorf("--dilation %q: want a number (wall seconds per simulated second) or auto", f.dilation)
+		}
+		cfg.Pacing.Dilation, cfg.Pacing.DilationAuto = d, false
 	}
 	if f.precise {
 		cfg.Pacing.PreciseTimer = true

@@ -102,6 +102,7 @@ type BackgroundConfig struct {
 // PacingConfig is how the model follows the wall clock.
 type PacingConfig struct {
 	Dilation     float64  `yaml:"dilation" json:"dilation" doc:"wall seconds per simulated second: 1 = real time, 10 = the fabric runs ten times slower than the wall clock"`
+	DilationAuto bool     `yaml:"dilation_auto" json:"dilation_auto" doc:"measure the model's speed (with its background load) for half a second at start and run at the smallest dilation it keeps up with, with a 50% margin, at least 1; replaces dilation"`
 	LagThreshold Duration `yaml:"lag_threshold" json:"lag_threshold" unit:"time" doc:"excess lag (an event's lag beyond the loop's own oversleep of a timed sleep) above which a one-second interval is marked not real-time valid"`
 	Spin         Duration `yaml:"spin" json:"spin" unit:"time" doc:"poll instead of sleeping when the next event is this close (lower latency, more CPU)"`
 	MaxLag       Duration `yaml:"max_lag" json:"max_lag" unit:"time" doc:"how far behind the wall clock the model may fall (excess lag of its oldest due event) before the daemon stops reading its TAPs until it catches up, with a rate-limited warning; 0 = no bound"`

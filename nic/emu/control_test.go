@@ -110,3 +110,29 @@ func (fakeCtl) SetBackgroundLoad(load float64) (BackgroundState, error) {
 	}
 	return BackgroundState{Load: load, Hosts: 3}, nil
 }
+
+// dilation auto: an idle model runs in real time; one with background
+// load it cannot follow in real time gets a dilation above 1, reported in
+// the status, and then keeps up.
+func TestDilationAuto(t *testing.T) {
+	r := newRig(t, "tap-square-10g", []porttest.Config{{MAC: mac(0)}, {MAC: mac(1)}}, func(c *RunConfig) {
+		c.Pacing.DilationAuto = true
+	})
+	if st := r.status(t); st.Dilation != 1 || !st.DilationAuto {
+		t.Errorf("idle: dilation %g auto %v, want 1 and auto", st.Dilation, st.DilationAuto)
+	}
+	r = newRig(t, "torus8x8-dor", []porttest.Config{{MAC: mac(0)}, {MAC: mac(1)}}, func(c *RunConfig) {
+		c.Pacing.DilationAuto = true
+		c.Background.Enabled = true
+		c.Background.Traffic.Load = 0.2
+	})
+	time.Sleep(1500 * time.Millisecond)
+	st := r.status(t)
+	t.Logf("background 0.2 on torus8x8-dor: dilation %.1f, behind %v", st.Dilation, st.Pacer.Behind)
+	if st.Dilation <= 1 || !st.DilationAuto {
+		t.Fatalf("dilation %g under a load it cannot follow in real time", st.Dilation)
+	}
+	if st.Pacer.Behind > 100*time.Millisecond {
+		t.Errorf("behind %v at the measured dilation %.1f", st.Pacer.Behind, st.Dilation)
+	}
+}

@@ -162,6 +162,8 @@ type Emulator struct {
 	bgLoad  float64
 	bgHosts []int
 	bgGen   uint64
+	// dilationAuto: the dilation was measured by calibrate.
+	dilationAuto bool
 }
 
 // checkStaleNetns refuses to reclaim a namespace that is not stale: one a
@@ -432,6 +434,12 @@ func (e *Emulator) attach() error {
 			r.OnWriteRoom(func() { e.writerRoom(p) })
 		}
 	}
+	if e.cfg.Pacing.DilationAuto {
+		e.cfg.Pacing.Dilation = e.calibrate(calibrateFor)
+		e.dilationAuto = true
+		e.log.Info("dilation auto: the model keeps up at this dilation (wall seconds per simulated second)",
+			zap.Float64("dilation", e.cfg.Pacing.Dilation), zap.Int("background_hosts", len(e.background)))
+	}
 	// The pacer maps simulated time zero to now, after the devices are
 	// ready, so that setting them up does not count as lag.
 	var err error
@@ -443,6 +451,50 @@ func (e *Emulator) attach() error {
 		return err
 	}
 	return nil
+}
+
+// calibrateFor is how long dilation auto runs the model unpaced.
+const calibrateFor = 500 * time.Millisecond
+
+// calibrate runs the model unpaced (background load only: no frame is
+// read yet) for about budget of wall time and returns the smallest
+// dilation it keeps up with: wall time per simulated time, times 1.5 for
+// the frames, the loop's wake-ups and the machine's other work, at least
+// 1 (real time) and at most 1e6. The simulated time it runs is simply the
+// start of the run (the pacer maps the engine's time to the wall clock
+// when it starts).
+func (e *Emulator) calibrate(budget time.Duration) float64 {
+	const margin = 1.5
+	eng := e.sess.Eng
+	t0 := time.Now()
+	// The first half warms the fabric up (queues fill towards their
+	// steady state); the speed is measured over the second half.
+	var tm time.Time
+	var sm des.Time
+	step := des.Microsecond
+	for time.Since(t0) < budget {
+		if eng.NextAt() == des.Never || e.sess.Fabric.Deadlock != nil {
+			return 1 // nothing runs by itself: real time holds
+		}
+		if tm.IsZero() && time.Since(t0) >= budget/2 {
+			tm, sm = time.Now(), eng.Now()
+		}
+		c := time.Now()
+		eng.RunUntil(eng.Now() + step)
+		// Grow the slice while it runs in under a millisecond.
+		if time.Since(c) < time.Millisecond && step < des.Millisecond {
+			step *= 2
+		}
+	}
+	if tm.IsZero() {
+		return 1e6
+	}
+	sim := (eng.Now() - sm).Seconds()
+	if sim <= 0 {
+		return 1e6
+	}
+	d := time.Since(tm).Seconds() / sim * margin
+	return min(max(d, 1), 1e6)
 }
 
 // Start runs the pacer loop and starts every device's reader and writer.

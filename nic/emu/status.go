@@ -28,6 +28,10 @@ type Status struct {
 	// BackgroundLoad is the synthetic background's offered load (0 = none;
 	// fabemu set background.load=X changes it).
 	BackgroundLoad float64 `json:"background_load"`
+	// Dilation is the wall seconds per simulated second in effect;
+	// DilationAuto says it was measured at start (dilation auto).
+	Dilation     float64 `json:"dilation"`
+	DilationAuto bool    `json:"dilation_auto"`
 	// BackgroundTrace is the progress of background.trace (absent if none).
 	BackgroundTrace *replay.LiveProgress `json:"background_trace,omitempty"`
 	// BackgroundCapture is background.capture's accounting (absent if none).
@@ -187,7 +191,8 @@ func (e *Emulator) status() *Status {
 	s := e.sess
 	st := &Status{Schema: StatusSchema, UptimeSeconds: time.Since(e.start).Seconds(),
 		Preset: e.cfg.Model.Preset, Topology: s.Topo.Describe(), Delivery: string(s.Net.Mode()),
-		Routing: string(s.Router.Mode()), BackgroundHosts: len(e.background), BackgroundLoad: e.bgLoad}
+		Routing: string(s.Router.Mode()), BackgroundHosts: len(e.background), BackgroundLoad: e.bgLoad,
+		Dilation: e.cfg.Pacing.Dilation, DilationAuto: e.dilationAuto}
 	if e.pcap != nil {
 		st.PcapOut = e.pcap.status()
 	}
