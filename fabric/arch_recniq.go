@@ -8,11 +8,14 @@ import (
 )
 
 // recnIQArch is RECN-IQ, RECN for input-queued switches (paper 003
-// ch. 3): the iq datapath (no output buffers, the crossbar feeds the
-// link) with, at every input, one cold queue per lane and up to max_saqs
-// set-aside queues (SAQs) with their CAM lines, and at every output a CAM
-// of the same size that holds no packets (§3.3.1, Figure 3.3). What it
-// does:
+// ch. 3): an input stage on a datapath (recnIQDatapath; recn-iq's is iq:
+// no output buffers, the crossbar feeds the link) with, at every input,
+// one cold queue per lane and up to max_saqs set-aside queues (SAQs) with
+// their CAM lines, and at every output a CAM of the same size that holds
+// no packets (§3.3.1, Figure 3.3). On a datapath whose input memories
+// have several read ports (pciq-K+recn-iq, arch_pciq_recniq.go) every read
+// port has a cold queue per lane and max_saqs SAQs of its own (§2.9). What
+// it does:
 //   - Detection (§3.3.2, §4.1.4): when an input's cold queue (CQ) holds
 //     detection_threshold packets, the output requested by the packet at
 //     its head is taken as the congested point; unless a CAM line already
@@ -61,8 +64,11 @@ import (
 // computed from the deterministic router as for recn (turnpools), so the
 // switch refuses adaptive routing.
 type recnIQArch struct {
-	iqArch
+	recnIQDatapath
+	f                 *Fabric
 	cfg               RECNIQConfig
+	saqBase           int // queue index of SAQ 0: the datapath's cold queues come first
+	groups            int // read ports per input memory, each with max_saqs SAQs
 	detect, xoff, xon int // thresholds in packets
 	in                []recnIQPort
 	out               []recnIQPort
@@ -119,17 +125,49 @@ type RECNIQReport struct {
 
 // opRECNIQKick: A: switch. Post-processing gave an idle input a new head,
 // or a SAQ left Xoff: run the allocator (scheduled, not called, as it may
-// happen during a grant or an arrival).
-const opRECNIQKick = opArch
+// happen during a grant or an arrival). It comes after the datapaths'
+// own kinds (cioq's opArch, pciq's opArch and opArch+1).
+const opRECNIQKick = opArch + 3
 
-func newRECNIQ(f *Fabric) switchArch {
+// recnIQDatapath is the switch organisation RECN-IQ's input stage sits on:
+// it queues nothing of RECN-IQ's itself (its enqueue names the cold queue
+// an arriving packet joins) and carries granted packets (room, forward
+// and its own events). iq, cioq and pciq-K are such datapaths.
+type recnIQDatapath interface {
+	switchArch
+	// coldQueue is the cold queue of lane vl at an input of switch s that
+	// holds the packets leaving through output port po.
+	coldQueue(s *Switch, vl, po int) int
+	// saqGroups is the number of read ports of an input memory, each
+	// with a cold queue per lane and max_saqs SAQs; saqGroup is the one
+	// that reaches output port po of switch s.
+	saqGroups() int
+	saqGroup(s *Switch, po int) int
+}
+
+// The single-read-port datapaths (iq, cioq): one cold queue per lane.
+func (*vlQueues) coldQueue(_ *Switch, vl, _ int) int { return vl }
+func (*vlQueues) saqGroups() int                     { return 1 }
+func (*vlQueues) saqGroup(*Switch, int) int          { return 0 }
+
+func newRECNIQ(f *Fabric) switchArch { return newRECNIQOn(f, &iqArch{vlQueues{f}}) }
+
+// newRECNIQOn builds RECN-IQ's input stage on datapath dp.
+func newRECNIQOn(f *Fabric, dp recnIQDatapath) *recnIQArch {
 	c := f.cfg.RECNIQ.resolved()
-	return &recnIQArch{iqArch: iqArch{vlQueues{f}}, cfg: c,
+	return &recnIQArch{recnIQDatapath: dp, f: f, cfg: c,
+		saqBase: dp.queuesPerInput(), groups: dp.saqGroups(),
 		detect: c.DetectionThreshold, xoff: c.XoffThreshold, xon: c.XonThreshold,
 		where: map[*Packet]int32{}, kickPending: map[int32]bool{}}
 }
 
-func (a *recnIQArch) queuesPerInput() int { return a.f.nVL + a.cfg.MaxSAQs }
+// recnIQ returns the RECN-IQ stage of an architecture built on it.
+func (a *recnIQArch) recnIQ() *recnIQArch { return a }
+
+// saqs is how many SAQs (and CAM lines) every input and output port has.
+func (a *recnIQArch) saqs() int { return a.groups * a.cfg.MaxSAQs }
+
+func (a *recnIQArch) queuesPerInput() int { return a.saqBase + a.saqs() }
 
 func (a *recnIQArch) note(ev string, port int32, k int, n int) {
 	if a.trace != nil {
@@ -150,12 +188,12 @@ func (a *recnIQArch) setup() {
 	a.out = make([]recnIQPort, len(f.out))
 	for i := range a.in {
 		if f.in[i].sw >= 0 {
-			a.in[i] = mk(a.cfg.MaxSAQs)
+			a.in[i] = mk(a.saqs())
 		}
 	}
 	for i := range a.out {
 		if f.out[i].sw >= 0 {
-			a.out[i] = mk(a.cfg.MaxSAQs)
+			a.out[i] = mk(a.saqs())
 		}
 	}
 }
@@ -197,7 +235,7 @@ func (a *recnIQArch) enqueue(ip *inPort, p *Packet) int {
 	a.setup()
 	f := a.f
 	ii := f.sw[ip.sw].in[ip.port]
-	cq := int(p.inVL)
+	cq := a.recnIQDatapath.enqueue(ip, p)
 	q := &ip.queues[cq]
 	if q.n > 0 && q.n+1 >= a.detect {
 		a.detectAt(ii, cq, q.head)
@@ -216,7 +254,7 @@ func (a *recnIQArch) enqueue(ip *inPort, p *Packet) int {
 	// SAQ too, it moves on to a longer match, as the post-processing
 	// would do with the head of a SAQ.
 	a.stats.Moves++
-	for ip.queues[f.nVL+k].n == 0 {
+	for ip.queues[a.saqBase+k].n == 0 {
 		j := a.match(ii, p, k)
 		if j < 0 {
 			break
@@ -224,8 +262,8 @@ func (a *recnIQArch) enqueue(ip *inPort, p *Packet) int {
 		a.stats.Moves++
 		k = j
 	}
-	a.entered(ii, k, p, ip.queues[f.nVL+k].n+1)
-	return f.nVL + k
+	a.entered(ii, k, p, ip.queues[a.saqBase+k].n+1)
+	return a.saqBase + k
 }
 
 // detectAt: the CQ cq of input ii holds the threshold; its head h names
@@ -254,11 +292,13 @@ func (a *recnIQArch) allocDetect(ii int32, h *Packet) int {
 	return k
 }
 
-// allocate takes a free SAQ of input ii for (vl, path), or counts the
-// exhaustion and returns -1.
+// allocate takes a free SAQ of input ii for (vl, path) among those of the
+// read port that reaches the path's first turn, or counts the exhaustion
+// and returns -1.
 func (a *recnIQArch) allocate(ii int32, vl int8, path string) int {
 	rp := &a.in[ii]
-	for k := range rp.saqs {
+	lo := a.group(ii, path) * a.cfg.MaxSAQs
+	for k := lo; k < lo+a.cfg.MaxSAQs; k++ {
 		s := &rp.saqs[k]
 		if s.active {
 			continue
@@ -280,6 +320,15 @@ func (a *recnIQArch) allocate(ii int32, vl int8, path string) int {
 	return -1
 }
 
+// group is the read port of input ii whose SAQs hold path: the one that
+// reaches the output port of the path's first turn.
+func (a *recnIQArch) group(ii int32, path string) int {
+	if a.groups == 1 {
+		return 0
+	}
+	return a.saqGroup(&a.f.sw[a.f.in[ii].sw], int(path[0])<<8|int(path[1]))
+}
+
 // entered: packet p joined SAQ k of ii, which now holds n packets (p
 // among them, or about to be pushed by the fabric). A gated SAQ hides its
 // new head from the allocator; reaching xoff_threshold sends Xoff (§3.3.5).
@@ -288,7 +337,7 @@ func (a *recnIQArch) entered(ii int32, k int, p *Packet, n int) {
 	rp := &a.in[ii]
 	s := &rp.saqs[k]
 	a.where[p] = int32(k)
-	if q := &f.in[ii].queues[f.nVL+k]; n == 1 && s.gated() {
+	if q := &f.in[ii].queues[a.saqBase+k]; n == 1 && s.gated() {
 		maskHead(q, p)
 	}
 	if n >= a.xoff {
@@ -313,7 +362,7 @@ func (a *recnIQArch) send(ii int32, kind uint8, vl int8, path string) {
 func (a *recnIQArch) left(ii int32, k int) {
 	f := a.f
 	s := &a.in[ii].saqs[k]
-	n := f.in[ii].queues[f.nVL+k].n
+	n := f.in[ii].queues[a.saqBase+k].n
 	if s.xoffSent && n < a.xon {
 		s.xoffSent = false
 		a.stats.Xon++
@@ -328,7 +377,7 @@ func (a *recnIQArch) maybeFree(ii int32, k int) {
 	f := a.f
 	rp := &a.in[ii]
 	s := &rp.saqs[k]
-	q := &f.in[ii].queues[f.nVL+k]
+	q := &f.in[ii].queues[a.saqBase+k]
 	if !s.active || s.xoff || q.n > 0 {
 		return
 	}
@@ -363,7 +412,7 @@ func (a *recnIQArch) postProcess(ii int32) bool {
 	for again := true; again; {
 		again = false
 		for v := range ip.queues {
-			cur := v - f.nVL
+			cur := v - a.saqBase
 			for q := &ip.queues[v]; q.head != nil; {
 				if cur >= 0 && !a.in[ii].saqs[cur].active {
 					break
@@ -392,12 +441,12 @@ func (a *recnIQArch) move(ii int32, v, k int) {
 	if src.candsFor == p {
 		src.candsFor = nil
 	}
-	dst := &ip.queues[f.nVL+k]
+	dst := &ip.queues[a.saqBase+k]
 	dst.push(p)
 	a.stats.Moves++
 	a.entered(ii, k, p, dst.n)
 	a.note("move", ii, k, dst.n)
-	if cur := v - f.nVL; cur >= 0 {
+	if cur := v - a.saqBase; cur >= 0 {
 		if src.head != nil && a.in[ii].saqs[cur].gated() {
 			maskHead(src, src.head)
 		}
@@ -418,7 +467,7 @@ func (a *recnIQArch) kick(sw int32) {
 // changed.
 func (a *recnIQArch) regate(ii int32, k int) {
 	f := a.f
-	q := &f.in[ii].queues[f.nVL+k]
+	q := &f.in[ii].queues[a.saqBase+k]
 	if a.in[ii].saqs[k].gated() {
 		if q.head != nil {
 			maskHead(q, q.head)
@@ -451,13 +500,14 @@ func (a *recnIQArch) forward(ii, oi int32, p *Packet, vl int) {
 			}
 		}
 	}
-	a.iqArch.forward(ii, oi, p, vl)
+	a.recnIQDatapath.forward(ii, oi, p, vl)
 	if inSAQ {
 		a.left(ii, int(k))
 	}
 	a.postProcess(ii)
-	if q := &f.in[ii].queues[p.inVL]; q.head != nil && q.n >= a.detect {
-		a.detectAt(ii, int(p.inVL), q.head)
+	cq := a.coldQueue(&f.sw[f.in[ii].sw], int(p.inVL), int(f.out[oi].port))
+	if q := &f.in[ii].queues[cq]; q.head != nil && q.n >= a.detect {
+		a.detectAt(ii, cq, q.head)
 	}
 }
 
@@ -543,16 +593,19 @@ func (a *recnIQArch) control(oi int32, c *Control) {
 	}
 }
 
-func (a *recnIQArch) handle(kind int, ai int32, _, _ int, _ any) {
-	if kind == opRECNIQKick {
-		a.kickPending[ai] = false
-		a.f.alloc.arbitrate(&a.f.sw[ai])
+func (a *recnIQArch) handle(kind int, ai int32, vl, blocks int, ref any) {
+	if kind != opRECNIQKick {
+		a.recnIQDatapath.handle(kind, ai, vl, blocks, ref)
+		return
 	}
+	a.kickPending[ai] = false
+	a.f.alloc.arbitrate(&a.f.sw[ai])
 }
 
 // check verifies the RECN-IQ bookkeeping against the queues (for tests):
-// SAQs in use per port within max_saqs, free SAQs empty, every packet in
-// a SAQ recorded there, and a SAQ in Xoff with a head hiding it.
+// SAQs in use per port and per read port within max_saqs, each SAQ in the
+// read port of its first turn, free SAQs empty, every packet in a SAQ
+// recorded there, and a SAQ in Xoff with a head hiding it.
 func (a *recnIQArch) check() []string {
 	if a.in == nil {
 		return nil
@@ -565,9 +618,10 @@ func (a *recnIQArch) check() []string {
 		}
 		rp := &a.in[ii]
 		n := 0
+		perGroup := make([]int, a.groups)
 		for k := range rp.saqs {
 			s := &rp.saqs[k]
-			q := &f.in[ii].queues[f.nVL+k]
+			q := &f.in[ii].queues[a.saqBase+k]
 			if !s.active {
 				if q.n != 0 {
 					bad = append(bad, fmt.Sprintf("in-port %d: free SAQ %d holds %d packets", ii, k, q.n))
@@ -575,6 +629,10 @@ func (a *recnIQArch) check() []string {
 				continue
 			}
 			n++
+			g := k / a.cfg.MaxSAQs
+			if perGroup[g]++; perGroup[g] > a.cfg.MaxSAQs || a.group(int32(ii), s.path) != g {
+				bad = append(bad, fmt.Sprintf("in-port %d: SAQ %d [% x] in read port %d (%d SAQs there, max %d)", ii, k, s.path, g, perGroup[g], a.cfg.MaxSAQs))
+			}
 			for p := q.head; p != nil; p = p.next {
 				if w, ok := a.where[p]; !ok || int(w) != k {
 					bad = append(bad, fmt.Sprintf("in-port %d: packet %d in SAQ %d recorded in %d (%v)", ii, p.ID, k, w, ok))
@@ -584,8 +642,8 @@ func (a *recnIQArch) check() []string {
 				bad = append(bad, fmt.Sprintf("in-port %d: SAQ %d in Xoff offers its head to the allocator", ii, k))
 			}
 		}
-		if n != rp.inUse || n > a.cfg.MaxSAQs {
-			bad = append(bad, fmt.Sprintf("in-port %d: %d SAQs active, %d counted, max %d", ii, n, rp.inUse, a.cfg.MaxSAQs))
+		if n != rp.inUse || n > a.saqs() {
+			bad = append(bad, fmt.Sprintf("in-port %d: %d SAQs active, %d counted, max %d", ii, n, rp.inUse, a.saqs()))
 		}
 	}
 	for oi := range a.out {
@@ -596,20 +654,21 @@ func (a *recnIQArch) check() []string {
 				n++
 			}
 		}
-		if n != ro.inUse || n > a.cfg.MaxSAQs {
-			bad = append(bad, fmt.Sprintf("out-port %d: %d CAM lines active, %d counted, max %d", oi, n, ro.inUse, a.cfg.MaxSAQs))
+		if n != ro.inUse || n > a.saqs() {
+			bad = append(bad, fmt.Sprintf("out-port %d: %d CAM lines active, %d counted, max %d", oi, n, ro.inUse, a.saqs()))
 		}
 	}
 	return bad
 }
 
 // RECNIQ returns the RECN-IQ report of the run so far with SAQs over time
-// in bins bins of width bin from 0, or nil when the switch is not recn-iq.
+// in bins bins of width bin from 0, or nil when the switch has no RECN-IQ.
 func (f *Fabric) RECNIQ(bin des.Time, bins int) *RECNIQReport {
-	a, ok := f.arch.(*recnIQArch)
+	has, ok := f.arch.(interface{ recnIQ() *recnIQArch })
 	if !ok {
 		return nil
 	}
+	a := has.recnIQ()
 	r := &RECNIQReport{RECNIQStats: a.stats, SAQsAtEnd: a.total}
 	if now := f.eng.Now(); now > 0 && len(a.series) > 0 {
 		var area float64
