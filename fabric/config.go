@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/units"
@@ -152,7 +153,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("fabric.recn.%w", err)
 		}
 	}
-	if arch.Name == "recn-iq" {
+	if strings.HasSuffix(arch.Name, "recn-iq") {
 		if err := c.RECNIQ.Validate(); err != nil {
 			return fmt.Errorf("fabric.recn_iq.%w", err)
 		}
