@@ -17,7 +17,7 @@ type Config struct {
 	PropagationPerM des.Time      `yaml:"propagation_per_m" json:"propagation_per_m" unit:"time/m" doc:"propagation delay per metre of cable (copper: 5ns)" paper:"004 §4.1"`
 	RoutingDelay    des.Time      `yaml:"routing_delay" json:"routing_delay" unit:"time" doc:"switch routing time: forwarding table, arbiter and crossbar set-up" paper:"004 §4.1"`
 	InputBuffer     units.Bytes   `yaml:"input_buffer" json:"input_buffer" unit:"bytes" doc:"input buffer per switch port, shared out to the virtual lanes" paper:"004 §4.1"`
-	OutputBuffer    units.Bytes   `yaml:"output_buffer" json:"output_buffer" unit:"bytes" doc:"output buffer per switch port, for architectures that have one (every one but iq, pciq-2 and pciq-4, which ignore it); hc has one per row of sub-switches at every output" paper:"004 §4.1"`
+	OutputBuffer    units.Bytes   `yaml:"output_buffer" json:"output_buffer" unit:"bytes" doc:"output buffer per switch port, for architectures that have one (every one but iq, recn-iq, pciq-2, pciq-4, pciq-2+recn-iq and pciq-4+recn-iq, which ignore it); hc has one per row of sub-switches at every output" paper:"004 §4.1"`
 	EscapeVLBuffer  units.Bytes   `yaml:"escape_vl_buffer" json:"escape_vl_buffer" unit:"bytes" doc:"buffer of each escape lane in adaptive mode; 0 = one largest packet (paper: the escape queue holds one MTU packet, the adaptive queue the rest)" paper:"004 §4.1"`
 	NICBuffer       units.Bytes   `yaml:"nic_buffer" json:"nic_buffer" unit:"bytes" doc:"reception buffer of a NIC per virtual lane (it is drained at once, so it only has to cover the credit round trip)"`
 	CreditBlock     units.Bytes   `yaml:"credit_block" json:"credit_block" unit:"bytes" doc:"flow-control credit granularity (InfiniBand: 64 bytes)" paper:"004 §4.1"`

@@ -3,7 +3,8 @@
 // credit-based flow control in 64-byte blocks; control packets (credits
 // and the architectures' own) on each channel's reverse direction;
 // packet-level virtual cut-through; switch architectures (arch.go: cioq,
-// iq, 1q, 4q, voqsw, voqnet, recn, pciq-2, pciq-4, hc, cioq-2q) and crossbar
+// iq, 1q, 4q, voqsw, voqnet, recn, pciq-2, pciq-4, hc, cioq-2q, recn-iq,
+// pciq-2+recn-iq, pciq-4+recn-iq, cioq+recn-iq) and crossbar
 // allocators (alloc.go: rr, islip(N), hrr) chosen by name from
 // their tables; and the runtime deadlock watchdog. Hosts are Endpoints:
 // the fabric pulls packets from them when their injection link can send
