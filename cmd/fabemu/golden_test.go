@@ -75,6 +75,10 @@ var goldenRuns = []struct {
 	{"sim-min16-cioq2q-hotspot", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.hosts=16", "--set", "fabric.switch=cioq-2q", "--set", "fabric.output_buffer=4KiB", "--pattern", "hotspot:0.1@6", "--sizes", "256", "--load", "1.0", "--duration", "15us", "--warmup", "2us"}},
 	// MIN of RECN-IQ switches (paper 003 ch. 3, the thesis' 4 KB inputs and thresholds), hot spot
 	{"sim-min64-recniq-hotspot", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.hosts=64", "--set", "fabric.switch=recn-iq", "--pattern", "hotspot", "--load", "0.8", "--duration", "20us", "--warmup", "5us"}},
+	// PCIQ-2 enhanced with RECN-IQ (paper 003 §2.8-2.9): one 24-port switch under the odd-even
+	// worst case (§2.9.1), and a 16-host MIN with a hot spot (Xoff/Xon between switches)
+	{"sim-star24-pciq2recniq-oddeven", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.kind=irregular", "--set", "topology.switches=1", "--set", "topology.hosts_per_switch=24", "--set", "topology.ports=24", "--set", "fabric.switch=pciq-2+recn-iq", "--set", "fabric.recn_iq.max_saqs=2", "--set", "fabric.allocator=hrr", "--pattern", "oddeven", "--sizes", "256", "--load", "1.0", "--duration", "10us", "--warmup", "2us"}},
+	{"sim-min16-pciq2recniq-hotspot", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.hosts=16", "--set", "fabric.switch=pciq-2+recn-iq", "--set", "fabric.allocator=hrr", "--pattern", "hotspot:0.1@6", "--sizes", "256", "--load", "1.0", "--duration", "15us", "--warmup", "2us"}},
 	// four injection queues per NIC on physical links, longest-path-first selection (paper 002 §2), past saturation
 	{"sim-torus16x16-4q-physical-lpath", []string{"sim", "--preset", "paper002-torus16x16", "--load", "1.0", "--set", "nic.injection_queues.count=4", "--set", "nic.injection_queues.mode=physical", "--set", "nic.injection_queues.select=lpath", "--duration", "15us", "--warmup", "5us"}},
 	// trace replay of the embedded sample, deterministic and adaptive-inorder
