@@ -1,6 +1,9 @@
 package fabric
 
-import "unsafe"
+import (
+	"strings"
+	"unsafe"
+)
 
 // QueuesPerInput is how many queues every switch input port has under
 // cfg's switch architecture with nVL virtual lanes on switches of ports
@@ -30,11 +33,36 @@ const QueueBytes = int64(unsafe.Sizeof(queue{}))
 
 // PortStateBytes is the state a switch architecture keeps per switch port
 // besides its queues: for recn the port record and its SAQ table at the
-// input and at the output (arch_recn.go setup), 0 for the others.
+// input and at the output (arch_recn.go setup); for the architectures
+// built on RECN-IQ's input stage (recn-iq, pciq-K+recn-iq, cioq+recn-iq)
+// the CAM of every input and output (its SAQ lines, read ports x
+// max_saqs, with their detected and full marks: arch_recniq.go setup) and
+// the record of which SAQ holds each set-aside packet, at most one per
+// credit block of the input buffer; 0 for the others.
 func PortStateBytes(cfg Config) int64 {
-	if cfg.Switch != "recn" {
-		return 0
+	switch {
+	case cfg.Switch == "recn":
+		r := cfg.RECN.resolved()
+		return 2 * (int64(unsafe.Sizeof(recnPort{})) + int64(r.MaxSAQs)*int64(unsafe.Sizeof(saq{})))
+	case strings.HasSuffix(cfg.Switch, "recn-iq"):
+		info, err := lookupArch(cfg.Switch)
+		if err != nil {
+			return 0
+		}
+		f := &Fabric{cfg: cfg, blockBytes: int32(max(cfg.CreditBlock, 1)), maxPacket: 1, dataRate: max(cfg.DataRate(), 1), nVL: 1}
+		has, ok := info.new(f).(interface{ recnIQ() *recnIQArch })
+		if !ok {
+			return 0
+		}
+		lines := int64(has.recnIQ().saqs())
+		cam := int64(unsafe.Sizeof(recnIQPort{})) + lines*(int64(unsafe.Sizeof(saq{}))+2)
+		setAside := int64(cfg.InputBuffer) / int64(max(cfg.CreditBlock, 1))
+		return 2*cam + setAside*whereEntryBytes
 	}
-	r := cfg.RECN.resolved()
-	return 2 * (int64(unsafe.Sizeof(recnPort{})) + int64(r.MaxSAQs)*int64(unsafe.Sizeof(saq{})))
+	return 0
 }
+
+// whereEntryBytes is one entry of RECN-IQ's packet-to-SAQ map (a pointer
+// key and an int32 value in a table kept at most 7/8 full that may have
+// just doubled).
+const whereEntryBytes = 40

@@ -91,4 +91,8 @@ func TestEstimateEveryArchitecture(t *testing.T) {
 	if byArch["voqnet"] <= byArch["cioq"] || byArch["voqsw"] <= byArch["cioq"] {
 		t.Errorf("estimates by architecture %v: voq schemes should need more than cioq", byArch)
 	}
+	// RECN-IQ's SAQs and CAMs: per read port on pciq-K.
+	if byArch["recn-iq"] <= byArch["iq"] || byArch["pciq-2+recn-iq"] <= byArch["pciq-2"] || byArch["pciq-2+recn-iq"] <= byArch["recn-iq"] || byArch["pciq-4+recn-iq"] <= byArch["pciq-2+recn-iq"] {
+		t.Errorf("estimates by architecture %v: RECN-IQ's state (more read ports, more SAQs) not counted", byArch)
+	}
 }
