@@ -200,6 +200,7 @@ func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 	for _, p := range e.ports {
 		tc, _ := p.cfg.tapConfig()
 		tc.TxQueueLen = cfg.TxQueue
+		tc.InlineWriteMax = cfg.TxInline
 		tc.Logger = log
 		if p.cfg.OwnNetns && netnsutil.Exists(p.cfg.Netns) {
 			if err := checkStaleNetns(p.cfg.Netns, p.cfg.Name); err != nil {
@@ -445,7 +446,7 @@ func (e *Emulator) attach() error {
 	var err error
 	e.pacer, err = des.NewPacer(e.sess.Eng, des.PacerConfig{Dilation: e.cfg.Pacing.Dilation,
 		LagThreshold: time.Duration(e.cfg.Pacing.LagThreshold), Spin: time.Duration(e.cfg.Pacing.Spin),
-		PreciseTimer: e.cfg.Pacing.PreciseTimer})
+		PreciseTimer: e.cfg.Pacing.PreciseTimer, DirectInput: e.cfg.Pacing.DirectInput})
 	if err != nil {
 		e.closeDevices()
 		return err
