@@ -102,7 +102,7 @@ type port struct {
 
 // frameRef is a frame read from a TAP and the copies of it in the fabric.
 type frameRef struct {
-	f    *frameport.Frame
+	f    *frameport.Frame // nil once handed to the last destination's writer
 	src  *port
 	cost int
 	refs int
@@ -635,10 +635,20 @@ func (e *Emulator) delivered(m *nic.Message, at des.Time) {
 	st.latency.Add(int64(at - m.Gen))
 	st.meter.Observe(tag.seq, int(m.Bytes), int64(at))
 	q := tag.dst
-	nf := q.dev.NewFrame()
-	nf.Data = append(nf.Data, tag.ref.f.Data...)
-	nf.Offload = tag.ref.f.Offload // a super-frame stays one; the destination segments it if it must
-	nf.At = time.Now()             // the writer measures its queue and write from here
+	var nf *frameport.Frame
+	if tag.ref.refs == 1 && e.pcap == nil {
+		// The frame's last copy (unicast: its only one): the frame read
+		// goes to the destination's writer as it is, without a copy (64 KB
+		// for a super-frame); its buffer returns to the source's pool once
+		// written. pcap_out records the frame's bytes after the hand-over,
+		// so it keeps the copy.
+		nf, tag.ref.f = tag.ref.f, nil
+	} else {
+		nf = q.dev.NewFrame()
+		nf.Data = append(nf.Data, tag.ref.f.Data...)
+		nf.Offload = tag.ref.f.Offload // a super-frame stays one; the destination segments it if it must
+	}
+	nf.At = time.Now() // the writer measures its queue and write from here
 	tag.ref.src.tModel.Add(int64(t0.Sub(tag.ref.in)))
 	tag.ref.src.tEgress.Add(int64(nf.At.Sub(t0)))
 	reordered := tag.seq+1 < st.high
@@ -674,7 +684,9 @@ func (e *Emulator) write(q *port, ef egressFrame) {
 }
 
 func (e *Emulator) finish(ref *frameRef) {
-	ref.f.Release()
+	if ref.f != nil { // nil: handed to the destination's writer (delivered)
+		ref.f.Release()
+	}
 	e.release(ref.src, ref.cost)
 }
 
