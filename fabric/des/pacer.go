@@ -550,6 +550,19 @@ func (p *Pacer) excessLag(due time.Time, lag time.Duration) time.Duration {
 	return max(0, lag-credit)
 }
 
+// excessLagOff is excessLag with wall times as offsets from the pacer's
+// start: due, and when the loop asked to wake and woke.
+func excessLagOff(due, lag, woke, asked time.Duration) time.Duration {
+	if due >= woke {
+		return lag
+	}
+	credit := woke - max(asked, due)
+	if credit <= 0 {
+		return lag
+	}
+	return max(0, lag-credit)
+}
+
 // spin polls for inputs until the wall time due, without sleeping.
 func (p *Pacer) spin(due time.Time) {
 	for {
@@ -610,13 +623,20 @@ func (p *Pacer) poll() time.Time {
 		}
 		target := p.SimTime(now)
 		fired := 0
-		for p.eng.NextAt() <= target && fired < 4096 {
+		// Per event, wall times as offsets from start (integers, not
+		// time.Time arithmetic: this runs for every event).
+		nowOff := now.Sub(p.start)
+		wokeOff, askedOff := p.woke.Sub(p.start), p.asked.Sub(p.start)
+		for fired < 4096 {
 			at := p.eng.NextAt()
+			if at > target {
+				break
+			}
 			p.eng.Step()
-			due := p.WallTime(at)
-			lag := now.Sub(due)
+			dueOff := p.wallOf(at)
+			lag := nowOff - dueOff
 			p.lag.Add(int64(lag))
-			ex := p.excessLag(due, lag)
+			ex := excessLagOff(dueOff, lag, wokeOff, askedOff)
 			p.excess.Add(int64(ex))
 			if ex > p.ivMax {
 				p.ivMax = ex
@@ -625,6 +645,7 @@ func (p *Pacer) poll() time.Time {
 			if fired%clockEvery == 0 {
 				now = p.clock.Now()
 				target = p.SimTime(now)
+				nowOff = now.Sub(p.start)
 			}
 		}
 		p.closeIntervals(now)
