@@ -41,8 +41,9 @@ func udpFrame(dstMAC ether.MAC, src, dst netip.Addr, port uint16, seq uint32, pa
 	return append(b, body...)
 }
 
-// TestInlineWritesKeepOrder: with InlineWriteMax, small frames sent while
-// the writer is idle are written by Send itself and large ones go through
+// TestInlineWritesKeepOrder: with InlineWriteMax (and no quiet gap
+// required), small frames sent while the writer is idle are written by
+// Send itself and large ones go through
 // the writer's queue; sent back to back, mixed, every datagram arrives in
 // Send order and both paths were used.
 func TestInlineWritesKeepOrder(t *testing.T) {
@@ -53,6 +54,7 @@ func TestInlineWritesKeepOrder(t *testing.T) {
 	peer := netip.AddrFrom4([4]byte{10, 250, s, 2})
 	d := create(t, Config{Name: "fti" + uniq(), Netns: "fe-tap-i-" + uniq(), InlineWriteMax: 200,
 		Addrs: []netip.Prefix{netip.PrefixFrom(ip, 24)}})
+	d.inlineQuiet = 0 // every small frame may go inline: the order under test
 	if err := d.Start(make(chan *Frame, 64)); err != nil {
 		t.Fatal(err)
 	}
@@ -108,4 +110,37 @@ func TestInlineWritesKeepOrder(t *testing.T) {
 		t.Errorf("stats %+v, want %d frames out and nothing refused", st, n)
 	}
 	t.Logf("%d frames, %d written inline, all in order", n, inl)
+}
+
+// TestInlineWriteNeedsQuiet: a stream of small frames goes through the
+// writer; only one after a quiet millisecond is written inline.
+func TestInlineWriteNeedsQuiet(t *testing.T) {
+	privtest.Require(t, "TAP devices")
+	d := create(t, Config{Name: "ftq" + uniq(), Netns: "fe-tap-q-" + uniq(), InlineWriteMax: 200})
+	if err := d.Start(make(chan *Frame, 64)); err != nil {
+		t.Fatal(err)
+	}
+	ip := netip.AddrFrom4([4]byte{10, 250, 1, 1})
+	for i := range uint32(50) {
+		if err := d.Write(udpFrame(d.MAC(), ip, ip, 9, i, 32)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first frame found the device quiet; the next 49 followed within
+	// microseconds (a loaded machine may stretch a gap past 1 ms now and
+	// then, hence the margin).
+	if n := d.InlineWrites(); n < 1 || n > 5 {
+		t.Errorf("%d of 50 back-to-back small frames written inline, want the first (and at most a few)", n)
+	}
+	time.Sleep(2 * inlineQuiet)
+	before := d.InlineWrites()
+	if err := d.Write(udpFrame(d.MAC(), ip, ip, 9, 50, 32)); err != nil {
+		t.Fatal(err)
+	}
+	if !within(time.Second, func() bool { return d.Stats().FramesOut == 51 }) {
+		t.Fatalf("stats %+v", d.Stats())
+	}
+	if d.InlineWrites() != before+1 {
+		t.Errorf("a small frame after %v quiet was not written inline", 2*inlineQuiet)
+	}
 }

@@ -105,7 +105,9 @@ type Config struct {
 	TxQueueLen int
 	// InlineWriteMax: Send writes a frame of at most this many bytes
 	// itself, on the caller's goroutine, when the writer is idle with an
-	// empty queue, instead of waking the writer (a thread wake-up, tens of
+	// empty queue and no such frame was sent in the last millisecond
+	// (a stream of small frames goes through the writer), instead of
+	// waking the writer (a thread wake-up, tens of
 	// microseconds on an idle VM); frames still leave in Send order. The
 	// caller then spends the write system call, in which the receiving
 	// namespace's stack handles the frame. 0 never writes inline.
@@ -171,6 +173,8 @@ type Device struct {
 	pending      atomic.Int64
 	inlineMax    int
 	inlineWrites atomic.Uint64
+	lastSend     atomic.Int64           // unix ns of the last Send of a small frame (inline candidate)
+	inlineQuiet  int64                  // ns: inlineQuiet (tests set 0)
 	roomFn       atomic.Pointer[func()] // OnWriteRoom's callback
 
 	startOnce sync.Once
@@ -205,7 +209,7 @@ func Create(cfg Config) (d *Device, err error) {
 		offload: cfg.Offload,
 		done:    make(chan struct{}),
 	}
-	d.inlineMax = cfg.InlineWriteMax
+	d.inlineMax, d.inlineQuiet = cfg.InlineWriteMax, int64(inlineQuiet)
 	mtu := cfg.MTU
 	if mtu == 0 {
 		mtu = DefaultMTU
