@@ -123,7 +123,7 @@ type RunConfig struct {
 	TxQueue int `yaml:"tx_queue" json:"tx_queue" unit:"frames" doc:"writer queue of each device; a frame delivered to a full queue waits and the destination NIC stops accepting until the writer drains (lossless egress)"`
 	// TxInline is the largest frame the model's loop writes to a device
 	// itself when its writer is idle.
-	TxInline int `yaml:"tx_inline" json:"tx_inline" unit:"bytes" doc:"a delivered frame of at most this many bytes is written to its TAP by the model's loop itself when the device's writer is idle with an empty queue, saving the writer's wake-up (lower ping round trip; the loop spends the write system call); 0 = always through the writer"`
+	TxInline int `yaml:"tx_inline" json:"tx_inline" unit:"bytes" doc:"a delivered frame of at most this many bytes is written to its TAP by the model's loop itself when the device's writer is idle with an empty queue and the device had no such frame in the last millisecond, saving the writer's wake-up (lower ping round trip; the loop spends the write system call); 0 = always through the writer"`
 	// PcapOut records every frame written to a TAP as pcapng.
 	PcapOut      string   `yaml:"pcap_out" json:"pcap_out,omitempty" doc:"record every frame the daemon writes to a TAP (after the fabric) to this pcapng file: one interface per TAP, the fabric's latency and order in each packet's comment; frames past a full recorder queue are counted, not recorded"`
 	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout" unit:"time" doc:"on SIGTERM/SIGINT, how long to let frames in the fabric reach their devices"`
