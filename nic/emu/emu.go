@@ -31,9 +31,12 @@
 //   - the daemon's configuration (RunConfig), its status (Status), the
 //     control API's HTTP handler and the Prometheus collector.
 //
-// Every model call happens on the pacer's loop goroutine; TAP readers only
-// push into the pacer's bounded input queue (no forwarding goroutine in
-// between: each hand-over is a wake-up that costs tens of microseconds).
+// Every model call happens on "the loop": the pacer's goroutine, or, with
+// pacing.direct_input, a TAP reader (or writer) that found the loop asleep
+// and runs its input itself while holding the pacer's engine (des.Pacer);
+// one at a time either way. Otherwise TAP readers push into the pacer's
+// bounded input queue (no forwarding goroutine in between: each hand-over
+// is a wake-up that costs tens of microseconds).
 package emu
 
 import (
