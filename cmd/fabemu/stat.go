@@ -134,8 +134,8 @@ func writeStatus(w io.Writer, st *emu.Status) error {
 		st.Fabric.SimSeconds, f3(p.Lag.P50/1e3), f3(p.Lag.P99/1e3), f3(p.Lag.Max/1e3),
 		f3(p.WakeLag.P50/1e3), f3(p.WakeLag.P99/1e3), f3(p.WakeLag.Max/1e3),
 		f3(p.ExcessLag.P50/1e3), f3(p.ExcessLag.P99/1e3), f3(p.ExcessLag.Max/1e3), f3(float64(p.Behind)/1e3))
-	fmt.Fprintf(w, "real time: valid %.1f%% of the time; intervals not valid %d of %d (excess lag over %v); inputs refused %d\n",
-		100*p.ValidFraction, p.Invalid, p.Intervals, p.LagThreshold, p.InputsRefused)
+	fmt.Fprintf(w, "real time: valid %.1f%% of the time; intervals not valid %d of %d (excess lag over %v); inputs refused %d; run by their reader %s of %s\n",
+		100*p.ValidFraction, p.Invalid, p.Intervals, p.LagThreshold, p.InputsRefused, report.FormatUint(p.DirectRuns), report.FormatUint(p.Inputs))
 	fmt.Fprintf(w, "fabric: %s packets delivered, %.3f Gb/s accepted (payload, simulated time), latency p50 / p99 %s / %s ns\n\n",
 		report.FormatUint(st.Fabric.DeliveredPackets), st.Fabric.AcceptedGbps, f3(st.Fabric.LatencyNs.P50), f3(st.Fabric.LatencyNs.P99))
 	if c := st.BackgroundCapture; c != nil {
@@ -148,10 +148,10 @@ func writeStatus(w io.Writer, st *emu.Status) error {
 		fmt.Fprintln(w)
 	}
 
-	hosts := &report.Table{Title: "TAP hosts", Columns: cols("tap", "host", "netns", "frames in", "bytes in", "frames out", "bytes out", "refused in/out (kernel)", "unknown unicast", "stalls reader/admit/lag", "egress holds (s)")}
+	hosts := &report.Table{Title: "TAP hosts", Columns: cols("tap", "host", "netns", "frames in", "bytes in", "frames out (inline)", "bytes out", "refused in/out (kernel)", "unknown unicast", "stalls reader/admit/lag", "egress holds (s)")}
 	for _, h := range st.Hosts {
 		hosts.Rows = append(hosts.Rows, []string{h.TAP, fmt.Sprint(h.Host), h.Netns,
-			report.FormatUint(h.FramesIn), report.FormatUint(h.BytesIn), report.FormatUint(h.FramesOut), report.FormatUint(h.BytesOut),
+			report.FormatUint(h.FramesIn), report.FormatUint(h.BytesIn), fmt.Sprintf("%s (%s)", report.FormatUint(h.FramesOut), report.FormatUint(h.InlineWrites)), report.FormatUint(h.BytesOut),
 			fmt.Sprintf("%d/%d (%d/%d)", sum(h.InRefused), sum(h.OutRefused), h.InRefused["kernel"], h.OutRefused["kernel"]), report.FormatUint(h.UnknownUnicast),
 			fmt.Sprintf("%d/%d/%d", h.ReaderStalls, h.AdmitStalls, h.LagStalls), fmt.Sprintf("%d (%s)", h.EgressHolds, f3(h.EgressHeldSeconds))})
 	}

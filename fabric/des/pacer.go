@@ -72,6 +72,10 @@ type PacerConfig struct {
 	// measured on a shared 2-core VM, adds about 50 µs to a ping's round
 	// trip through the daemon, so it is off by default.
 	PreciseTimer bool
+	// DirectInput lets a submitter run its input itself when the loop is
+	// asleep (see Pacer): the input is admitted and the due events fired on
+	// the submitting goroutine, without waking the loop's goroutine first.
+	DirectInput bool
 	// Clock is the wall clock; nil means the real one.
 	Clock Clock
 }
@@ -112,6 +116,9 @@ type PacerStats struct {
 	// InputsRefused counts TrySubmit calls refused because the input
 	// queue was full.
 	InputsRefused uint64 `json:"inputs_refused"`
+	// DirectRuns counts inputs run by their submitter because the loop
+	// was asleep (DirectInput).
+	DirectRuns uint64 `json:"direct_runs"`
 	// Intervals counts finished validity intervals; Invalid those whose
 	// largest excess lag exceeded the threshold, the most recent of which
 	// are listed in Recent (at most 16). ValidFraction is the fraction of
@@ -152,6 +159,19 @@ const maxRecentInvalid = 16
 //
 // Everything that touches the engine must happen on the loop goroutine:
 // inside an Input's Fn, an event handler, or a function passed to Do.
+//
+// With DirectInput, "the loop" is whichever goroutine holds the engine
+// (the mutex mu): the loop's own goroutine holds it except while it
+// sleeps, and a Submit that finds it free (the loop asleep) admits its
+// input and fires every due event itself, spinning as the loop would while
+// the next event is within Spin, then lets go and wakes the loop only if
+// its timer is now due later than the engine's next event. That saves the
+// hand-over to the sleeping loop (a thread wake-up: tens of microseconds
+// on a VM whose other CPU is halted) on every frame that finds the loop
+// idle. The model sees the same inputs at the same simulated times either
+// way, so it stays deterministic for a given arrival sequence; only one
+// goroutine runs it at a time, and Fn and the handlers still run one at a
+// time, in order.
 type Pacer struct {
 	eng      *Engine
 	clock    Clock
@@ -166,7 +186,20 @@ type Pacer struct {
 
 	refused atomic.Uint64
 
-	// loop-owned state
+	// mu is held by whoever runs the engine (DirectInput): the loop's
+	// goroutine except while it sleeps, or a submitter running its input.
+	mu sync.Mutex
+	// kick wakes the sleeping loop after a direct run moved the engine's
+	// next event before the loop's timer (capacity 1).
+	kick chan struct{}
+	// Under mu: the sleeping loop's timer is due at sleepUntil (sleeping
+	// is false while the loop runs); stopped once Run has ended.
+	sleeping   bool
+	sleepUntil time.Time
+	stopped    bool
+	directRuns atomic.Uint64
+
+	// loop-owned state (under mu)
 	inputs      uint64
 	lag         hist.Hist // ns
 	wake        hist.Hist // ns: oversleeps of timed sleeps
@@ -220,7 +253,7 @@ func NewPacer(eng *Engine, cfg PacerConfig) (*Pacer, error) {
 		cfg.Clock = WallClock{}
 	}
 	p := &Pacer{eng: eng, clock: cfg.Clock, dilation: cfg.Dilation, cfg: cfg,
-		in: make(chan Input, cfg.InputQueue), calls: make(chan func()),
+		in: make(chan Input, cfg.InputQueue), calls: make(chan func()), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	now := p.clock.Now()
 	p.start = now.Add(-p.wallOf(eng.Now()))
@@ -246,36 +279,131 @@ func (p *Pacer) SimTime(wall time.Time) Time {
 // WallTime maps simulated time to the wall instant it is due.
 func (p *Pacer) WallTime(t Time) time.Time { return p.start.Add(p.wallOf(t)) }
 
-// Submit queues an input, blocking while the queue is full. It returns
-// ErrPacerStopped if the loop has ended or ends while waiting.
+// Submit queues an input, blocking while the queue is full, or, with
+// DirectInput and the loop asleep, runs it at once on the caller's
+// goroutine. It returns ErrPacerStopped if the loop has ended or ends
+// while waiting.
 func (p *Pacer) Submit(in Input) error {
+	if ran, err := p.tryDirect(in); ran {
+		return err
+	}
+	return p.submitQueued(in)
+}
+
+func (p *Pacer) submitQueued(in Input) error {
 	select {
 	case p.in <- in:
+		p.kickLoop()
 		return nil
 	case <-p.done:
 		return ErrPacerStopped
 	}
 }
 
+// kickLoop wakes the loop if it sleeps. With DirectInput the sleeping loop
+// does not take inputs from the queue itself: only the engine's holder
+// does, before anything else, so a submitter's queued inputs are admitted
+// before one it runs directly (taken while the engine was held by a
+// direct run, an input would be admitted after it).
+func (p *Pacer) kickLoop() {
+	if !p.cfg.DirectInput {
+		return
+	}
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
 // SubmitWait is Submit that also reports whether it had to wait for room
 // in the queue (backpressure the caller may want to count).
 func (p *Pacer) SubmitWait(in Input) (waited bool, err error) {
+	if ran, err := p.tryDirect(in); ran {
+		return false, err
+	}
 	select {
 	case p.in <- in:
+		p.kickLoop()
 		return false, nil
 	default:
 	}
-	return true, p.Submit(in)
+	return true, p.submitQueued(in)
 }
 
 // TrySubmit queues an input if there is room and reports whether it did;
 // a refusal is counted in PacerStats.InputsRefused.
 func (p *Pacer) TrySubmit(in Input) bool {
+	if ran, err := p.tryDirect(in); ran {
+		return err == nil
+	}
 	select {
 	case p.in <- in:
+		p.kickLoop()
 		return true
 	default:
 		p.refused.Add(1)
+		return false
+	}
+}
+
+// tryDirect runs in on the caller's goroutine if DirectInput is set and
+// the engine is free (the loop asleep): it admits in, fires what is due
+// and spins as the loop would, then wakes the loop if its timer is late
+// for the engine's next event. ran is false if the caller must queue in.
+func (p *Pacer) tryDirect(in Input) (ran bool, err error) {
+	if !p.cfg.DirectInput || !p.mu.TryLock() {
+		return false, nil
+	}
+	defer p.mu.Unlock()
+	if p.stopped {
+		return true, ErrPacerStopped
+	}
+	if !p.sleeping {
+		// The loop has not started, or is between taking an input and
+		// taking the engine: queue, it is about to look.
+		return false, nil
+	}
+	p.directRuns.Add(1)
+	p.woke = p.clock.Now() // as an input that woke the loop: no oversleep credit
+	// Inputs queued before this one (the same submitter's, queued while
+	// the loop held the engine) go first: a source's inputs keep their
+	// order.
+	for queued := true; queued; {
+		select {
+		case q := <-p.in:
+			p.admit(q)
+		default:
+			queued = false
+		}
+	}
+	p.admit(in)
+	for {
+		now := p.poll()
+		next := p.eng.NextAt()
+		if next == Never {
+			return true, nil
+		}
+		due := p.WallTime(next)
+		wait := due.Sub(now)
+		if wait <= 0 && !p.stopRequested() {
+			continue
+		}
+		if wait > 0 && wait <= p.cfg.Spin {
+			p.spin(due)
+			continue
+		}
+		if due.Before(p.sleepUntil) {
+			p.kickLoop()
+		}
+		return true, nil
+	}
+}
+
+func (p *Pacer) stopRequested() bool {
+	select {
+	case <-p.stop:
+		return true
+	default:
 		return false
 	}
 }
@@ -310,9 +438,12 @@ func (p *Pacer) Run() error {
 			defer p.hr.close()
 		}
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for {
 		select {
 		case <-p.stop:
+			p.stopped = true
 			p.snapshot(p.clock.Now())
 			return nil
 		default:
@@ -339,9 +470,10 @@ func (p *Pacer) Run() error {
 	}
 }
 
-// sleep blocks until an input, a call, Stop or wait has passed. It notes
-// when it asked to wake and when it woke, and, woken by its timer, how
-// late (the oversleep).
+// sleep blocks until an input, a call, a kick, Stop or wait has passed. It
+// notes when it asked to wake and when it woke, and, woken by its timer,
+// how late (the oversleep). It is called and returns with mu held and
+// lets go of it while it waits (DirectInput submitters may run then).
 func (p *Pacer) sleep(wait time.Duration) {
 	var tc <-chan time.Time
 	var stop func()
@@ -360,16 +492,29 @@ func (p *Pacer) sleep(wait time.Duration) {
 	// The timer counts from now, not from the caller's now, which may be
 	// a few events old: the time those events took is the loop's own lag.
 	p.asked = p.clock.Now().Add(wait)
+	p.sleeping, p.sleepUntil = true, p.asked
+	in := p.in
+	if p.cfg.DirectInput {
+		in = nil // see kickLoop
+	}
+	p.mu.Unlock()
 	select {
-	case in := <-p.in:
+	case in := <-in:
 		stop()
+		p.mu.Lock()
 		p.woke = p.clock.Now()
 		p.admit(in)
 	case fn := <-p.calls:
 		stop()
+		p.mu.Lock()
 		p.woke = p.clock.Now()
 		fn()
+	case <-p.kick:
+		stop()
+		p.mu.Lock()
+		p.woke = p.clock.Now()
 	case <-tc:
+		p.mu.Lock()
 		p.woke = p.clock.Now()
 		p.wake.Add(int64(max(0, p.woke.Sub(p.asked))))
 		// Nothing runs before the loop's next look: the wake-up ends
@@ -377,6 +522,13 @@ func (p *Pacer) sleep(wait time.Duration) {
 		p.timerWoke = true
 	case <-p.stop:
 		stop()
+		p.mu.Lock()
+	}
+	p.sleeping = false
+	// A kick left over from a direct run the loop has already seen.
+	select {
+	case <-p.kick:
+	default:
 	}
 }
 
@@ -392,6 +544,19 @@ func (p *Pacer) excessLag(due time.Time, lag time.Duration) time.Duration {
 		from = due
 	}
 	credit := p.woke.Sub(from)
+	if credit <= 0 {
+		return lag
+	}
+	return max(0, lag-credit)
+}
+
+// excessLagOff is excessLag with wall times as offsets from the pacer's
+// start: due, and when the loop asked to wake and woke.
+func excessLagOff(due, lag, woke, asked time.Duration) time.Duration {
+	if due >= woke {
+		return lag
+	}
+	credit := woke - max(asked, due)
 	if credit <= 0 {
 		return lag
 	}
@@ -458,13 +623,20 @@ func (p *Pacer) poll() time.Time {
 		}
 		target := p.SimTime(now)
 		fired := 0
-		for p.eng.NextAt() <= target && fired < 4096 {
+		// Per event, wall times as offsets from start (integers, not
+		// time.Time arithmetic: this runs for every event).
+		nowOff := now.Sub(p.start)
+		wokeOff, askedOff := p.woke.Sub(p.start), p.asked.Sub(p.start)
+		for fired < 4096 {
 			at := p.eng.NextAt()
+			if at > target {
+				break
+			}
 			p.eng.Step()
-			due := p.WallTime(at)
-			lag := now.Sub(due)
+			dueOff := p.wallOf(at)
+			lag := nowOff - dueOff
 			p.lag.Add(int64(lag))
-			ex := p.excessLag(due, lag)
+			ex := excessLagOff(dueOff, lag, wokeOff, askedOff)
 			p.excess.Add(int64(ex))
 			if ex > p.ivMax {
 				p.ivMax = ex
@@ -473,6 +645,7 @@ func (p *Pacer) poll() time.Time {
 			if fired%clockEvery == 0 {
 				now = p.clock.Now()
 				target = p.SimTime(now)
+				nowOff = now.Sub(p.start)
 			}
 		}
 		p.closeIntervals(now)
@@ -541,6 +714,7 @@ func (p *Pacer) snapshot(now time.Time) {
 func (p *Pacer) Stats() PacerStats {
 	s := *p.lastSnap.Load()
 	s.InputsRefused = p.refused.Load()
+	s.DirectRuns = p.directRuns.Load()
 	return s
 }
 

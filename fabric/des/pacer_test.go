@@ -402,3 +402,143 @@ func TestPacerStopsWhileFarBehind(t *testing.T) {
 		t.Fatal("Run did not return within 10 s of Stop with a backlog")
 	}
 }
+
+// waitAsleep waits until the loop sleeps (it then lets go of the engine).
+func waitAsleep(t *testing.T, p *Pacer) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		s := p.sleeping
+		p.mu.Unlock()
+		if s {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	t.Fatal("the loop never went to sleep")
+}
+
+// With DirectInput an input submitted while the loop sleeps runs on the
+// submitter's goroutine before Submit returns, at its wall time mapped to
+// simulated time; an event it schedules before the loop's timer wakes the
+// loop, which then fires it on time.
+func TestPacerDirectInput(t *testing.T) {
+	c := newFakeClock()
+	p, eng := startPacer(t, PacerConfig{Clock: c, DirectInput: true})
+	waitAsleep(t, p)
+	c.Advance(3 * time.Microsecond)
+	r := &wallRecorder{clock: c}
+	var got []Time
+	err := p.Submit(Input{At: c.Now(), Fn: func(at Time) {
+		got = append(got, at)
+		eng.Schedule(at+5*Microsecond, r, 0, 0, nil)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No synchronisation with the loop: the input ran on this goroutine
+	// (the race detector would object otherwise).
+	if len(got) != 1 || got[0] != 3*Microsecond {
+		t.Fatalf("direct input ran at %v, want once at 3us before Submit returned", got)
+	}
+	if n := p.Stats().DirectRuns; n != 1 {
+		t.Errorf("direct runs %d, want 1", n)
+	}
+	// The loop slept with a timer an interval (1 s) away; the event at 8us
+	// must not wait for it.
+	waitAsleep(t, p)
+	c.Advance(5 * time.Microsecond)
+	eventually(t, p, "event scheduled by the direct input", func() bool { return len(r.at) == 1 })
+	if r.at[0] != 8*Microsecond || !r.wall[0].Equal(c.Now()) {
+		t.Errorf("event at %v ran at wall %v, want 8us at %v", r.at[0], r.wall[0], c.Now())
+	}
+}
+
+// A submitter's inputs run in submission order whether they are queued
+// (the engine busy) or run directly (the loop asleep), and every input
+// runs once: a direct run first admits what its submitter queued before.
+func TestPacerDirectInputKeepsOrder(t *testing.T) {
+	p, eng := startPacer(t, PacerConfig{DirectInput: true, Spin: 20 * time.Microsecond, InputQueue: 64})
+	const n = 20000
+	var got []int
+	busy := handlerFunc(func(*Event) {
+		d := time.Now().Add(2 * time.Microsecond)
+		for time.Now().Before(d) {
+		}
+	})
+	var wg sync.WaitGroup
+	for s := 0; s < 2; s++ {
+		wg.Add(1)
+		go func(s int) {
+			defer wg.Done()
+			for i := 0; i < n; i++ {
+				i := i
+				_, err := p.SubmitWait(Input{At: time.Now(), Fn: func(at Time) {
+					got = append(got, s*n+i)
+					// Keep the engine busy now and then, so that
+					// inputs queue behind it.
+					if i%7 == 0 {
+						eng.Schedule(at+Time(i%50)*Microsecond, busy, 0, 0, nil)
+					}
+				}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if i%1000 == 0 {
+					time.Sleep(200 * time.Microsecond) // let the loop fall asleep
+				}
+			}
+		}(s)
+	}
+	wg.Wait()
+	var all []int
+	eventually(t, p, "every input", func() bool {
+		all = append(all[:0], got...)
+		return len(got) == 2*n
+	})
+	last := [2]int{-1, -1}
+	for _, v := range all {
+		s, i := v/n, v%n
+		if i <= last[s] {
+			t.Fatalf("input %d of submitter %d ran after its input %d", i, s, last[s])
+		}
+		last[s] = i
+	}
+	st := p.Snapshot()
+	t.Logf("direct runs %d of %d inputs", st.DirectRuns, 2*n)
+}
+
+// pollChain is an event that schedules the next one step later, n times.
+type pollChain struct {
+	eng  *Engine
+	step Time
+	n    int
+}
+
+func (c *pollChain) Handle(ev *Event) {
+	if c.n--; c.n > 0 {
+		c.eng.Schedule(ev.At+c.step, c, 0, 0, nil)
+	}
+}
+
+// BenchmarkPacerPoll measures the pacer's own cost per event (the lag and
+// excess-lag bookkeeping, clock reads) on a loop that is behind: 64 chains
+// of events 10 ns apart, all due, fired by poll against a fake clock.
+func BenchmarkPacerPoll(b *testing.B) {
+	c := newFakeClock()
+	eng := New()
+	p, err := NewPacer(eng, PacerConfig{Clock: c})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < 64; i++ {
+		eng.Schedule(Time(i), &pollChain{eng: eng, step: 10 * Nanosecond, n: b.N/64 + 1}, 0, 0, nil)
+	}
+	c.Advance(time.Hour)
+	b.ResetTimer()
+	for eng.Fired() < uint64(b.N) && eng.NextAt() != Never {
+		p.poll()
+	}
+}

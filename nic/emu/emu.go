@@ -31,9 +31,12 @@
 //   - the daemon's configuration (RunConfig), its status (Status), the
 //     control API's HTTP handler and the Prometheus collector.
 //
-// Every model call happens on the pacer's loop goroutine; TAP readers only
-// push into the pacer's bounded input queue (no forwarding goroutine in
-// between: each hand-over is a wake-up that costs tens of microseconds).
+// Every model call happens on "the loop": the pacer's goroutine, or, with
+// pacing.direct_input, a TAP reader (or writer) that found the loop asleep
+// and runs its input itself while holding the pacer's engine (des.Pacer);
+// one at a time either way. Otherwise TAP readers push into the pacer's
+// bounded input queue (no forwarding goroutine in between: each hand-over
+// is a wake-up that costs tens of microseconds).
 package emu
 
 import (
@@ -102,7 +105,7 @@ type port struct {
 
 // frameRef is a frame read from a TAP and the copies of it in the fabric.
 type frameRef struct {
-	f    *frameport.Frame
+	f    *frameport.Frame // nil once handed to the last destination's writer
 	src  *port
 	cost int
 	refs int
@@ -200,6 +203,7 @@ func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 	for _, p := range e.ports {
 		tc, _ := p.cfg.tapConfig()
 		tc.TxQueueLen = cfg.TxQueue
+		tc.InlineWriteMax = cfg.TxInline
 		tc.Logger = log
 		if p.cfg.OwnNetns && netnsutil.Exists(p.cfg.Netns) {
 			if err := checkStaleNetns(p.cfg.Netns, p.cfg.Name); err != nil {
@@ -445,7 +449,7 @@ func (e *Emulator) attach() error {
 	var err error
 	e.pacer, err = des.NewPacer(e.sess.Eng, des.PacerConfig{Dilation: e.cfg.Pacing.Dilation,
 		LagThreshold: time.Duration(e.cfg.Pacing.LagThreshold), Spin: time.Duration(e.cfg.Pacing.Spin),
-		PreciseTimer: e.cfg.Pacing.PreciseTimer})
+		PreciseTimer: e.cfg.Pacing.PreciseTimer, DirectInput: e.cfg.Pacing.DirectInput})
 	if err != nil {
 		e.closeDevices()
 		return err
@@ -634,10 +638,20 @@ func (e *Emulator) delivered(m *nic.Message, at des.Time) {
 	st.latency.Add(int64(at - m.Gen))
 	st.meter.Observe(tag.seq, int(m.Bytes), int64(at))
 	q := tag.dst
-	nf := q.dev.NewFrame()
-	nf.Data = append(nf.Data, tag.ref.f.Data...)
-	nf.Offload = tag.ref.f.Offload // a super-frame stays one; the destination segments it if it must
-	nf.At = time.Now()             // the writer measures its queue and write from here
+	var nf *frameport.Frame
+	if tag.ref.refs == 1 && e.pcap == nil {
+		// The frame's last copy (unicast: its only one): the frame read
+		// goes to the destination's writer as it is, without a copy (64 KB
+		// for a super-frame); its buffer returns to the source's pool once
+		// written. pcap_out records the frame's bytes after the hand-over,
+		// so it keeps the copy.
+		nf, tag.ref.f = tag.ref.f, nil
+	} else {
+		nf = q.dev.NewFrame()
+		nf.Data = append(nf.Data, tag.ref.f.Data...)
+		nf.Offload = tag.ref.f.Offload // a super-frame stays one; the destination segments it if it must
+	}
+	nf.At = time.Now() // the writer measures its queue and write from here
 	tag.ref.src.tModel.Add(int64(t0.Sub(tag.ref.in)))
 	tag.ref.src.tEgress.Add(int64(nf.At.Sub(t0)))
 	reordered := tag.seq+1 < st.high
@@ -673,7 +687,9 @@ func (e *Emulator) write(q *port, ef egressFrame) {
 }
 
 func (e *Emulator) finish(ref *frameRef) {
-	ref.f.Release()
+	if ref.f != nil { // nil: handed to the destination's writer (delivered)
+		ref.f.Release()
+	}
 	e.release(ref.src, ref.cost)
 }
 

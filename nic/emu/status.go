@@ -96,6 +96,9 @@ type HostStatus struct {
 	// egress a full writer queue refuses nothing: the frame waits.
 	Delivered    uint64 `json:"delivered"`
 	WriteRefused uint64 `json:"write_refused"`
+	// InlineWrites counts the delivered frames the model's loop wrote to
+	// the device itself (tx_inline: small frames, writer idle).
+	InlineWrites uint64 `json:"inline_writes"`
 	// Lossless egress (egress.go). EgressHolds counts the times this
 	// device's writer queue was full, so its NIC held reception and the
 	// fabric backed up; EgressHeldSeconds is the wall time held in all;
@@ -221,6 +224,9 @@ func (e *Emulator) status() *Status {
 			Delivered: p.delivered, WriteRefused: p.writeRefused,
 			EgressHolds: p.holds, EgressHeldSeconds: p.heldFor().Seconds(), EgressBacklog: len(p.backlog),
 			HeldPackets: s.Fabric.HeldPackets(p.host), ClosedHeld: p.closedHeld}
+		if iw, ok := p.dev.(interface{ InlineWrites() uint64 }); ok {
+			h.InlineWrites = iw.InlineWrites()
+		}
 		wt := p.dev.WriteTiming()
 		h.Path = FramePath{ReadToSubmit: p.tSubmit.Summarize(1), SubmitToIngress: p.tIngress.Summarize(1),
 			Model: p.tModel.Summarize(1), Egress: p.tEgress.Summarize(1), WriterQueue: wt.Queue.Summarize(1), Write: wt.Write.Summarize(1)}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -291,10 +292,22 @@ func (d *Device) Send(f *Frame) error {
 		d.refuseOut(f, CauseClosed, nil)
 		return ErrClosed
 	}
+	if d.inlineMax > 0 && len(f.Data) <= d.inlineMax && d.quietSend() && d.started.Load() && d.pending.CompareAndSwap(0, 1) {
+		// The writer is idle with nothing queued and the device was
+		// quiet: write here, saving its wake-up. pending keeps the writer
+		// out until this write is done, so frames still leave in Send
+		// order.
+		d.writeOne(f)
+		d.inlineWrites.Add(1)
+		d.pending.Add(-1)
+		return nil
+	}
+	d.pending.Add(1)
 	select {
 	case d.txq <- f:
 		return nil
 	default:
+		d.pending.Add(-1)
 		d.refuseOut(f, CauseQueueFull, nil)
 		return ErrQueueFull
 	}
@@ -343,6 +356,26 @@ func (d *Device) writeFrame(f *Frame) (int, error) {
 	return total, err
 }
 
+// inlineQuiet is how long a device must have had no frame to send for
+// Send to write a small frame inline. A stream of small frames (a TCP
+// sender's ACKs) goes through the writer: each write runs the receiving
+// stack's work (an ACK makes the sender transmit), which would otherwise
+// be spent on the caller's goroutine, the model's loop, and delay its
+// events (measured under iperf3: excess lag p99 0.4-0.5 ms with every
+// small frame inline, 0.1-0.2 ms without).
+const inlineQuiet = time.Millisecond
+
+// quietSend notes a Send and reports whether the previous one was at
+// least inlineQuiet ago.
+func (d *Device) quietSend() bool {
+	now := time.Now().UnixNano()
+	return now-d.lastSend.Swap(now) >= d.inlineQuiet
+}
+
+// InlineWrites returns how many frames Send wrote itself
+// (Config.InlineWriteMax) instead of queueing them for the writer.
+func (d *Device) InlineWrites() uint64 { return d.inlineWrites.Load() }
+
 // WriteRoom returns how many more frames Send would queue now
 // (frameport.WriteRoomer).
 func (d *Device) WriteRoom() int { return cap(d.txq) - len(d.txq) }
@@ -364,27 +397,40 @@ func (d *Device) writeLoop() {
 		if fn := d.roomFn.Load(); fn != nil {
 			(*fn)()
 		}
-		var t0 time.Time
-		if !f.At.IsZero() {
-			t0 = time.Now()
+		// An inline write (Send) that started before this frame was
+		// queued is finishing: it holds pending at 1 only while it
+		// writes, and this frame is counted in pending too.
+		for d.pending.Load() > int64(len(d.txq))+1 && d.inlineMax > 0 {
+			runtime.Gosched()
 		}
-		n, err := d.writeFrame(f)
-		if !t0.IsZero() {
-			t1 := time.Now()
-			d.ctr.timingMu.Lock()
-			d.ctr.timing.Queue.Add(int64(t0.Sub(f.At)))
-			d.ctr.timing.Write.Add(int64(t1.Sub(t0)))
-			d.ctr.timingMu.Unlock()
-		}
-		if err == nil && n != len(f.Data) {
-			err = fmt.Errorf("short write: %d of %d bytes", n, len(f.Data))
-		}
-		if err != nil {
-			d.refuseOut(f, CauseWriteError, err)
-			continue
-		}
-		d.ctr.framesOut.Add(1)
-		d.ctr.bytesOut.Add(uint64(n))
-		f.Release()
+		d.writeOne(f)
+		d.pending.Add(-1)
 	}
+}
+
+// writeOne writes f, records its timing and counts it (writer, or Send
+// writing inline).
+func (d *Device) writeOne(f *Frame) {
+	var t0 time.Time
+	if !f.At.IsZero() {
+		t0 = time.Now()
+	}
+	n, err := d.writeFrame(f)
+	if !t0.IsZero() {
+		t1 := time.Now()
+		d.ctr.timingMu.Lock()
+		d.ctr.timing.Queue.Add(int64(t0.Sub(f.At)))
+		d.ctr.timing.Write.Add(int64(t1.Sub(t0)))
+		d.ctr.timingMu.Unlock()
+	}
+	if err == nil && n != len(f.Data) {
+		err = fmt.Errorf("short write: %d of %d bytes", n, len(f.Data))
+	}
+	if err != nil {
+		d.refuseOut(f, CauseWriteError, err)
+		return
+	}
+	d.ctr.framesOut.Add(1)
+	d.ctr.bytesOut.Add(uint64(n))
+	f.Release()
 }
