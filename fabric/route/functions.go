@@ -260,9 +260,9 @@ func (u *upDown) next(s, inPort, inVL int, inEscape bool, dst, dstHost int) (int
 		panic(fmt.Sprintf("route: %s has no legal path from switch %d to switch %d (down phase %v)", u.desc, s, dst, downPhase))
 	}
 	// Spread destination hosts over equal-length legal paths, as a
-	// forwarding table built per destination would: on a MIN by the host's
-	// base-k digit for this stage (d-mod-k of k-ary n-trees), so the hosts
-	// of one leaf switch arrive over different links; elsewhere by the host
+	// forwarding table built per destination would: on a MIN by the base-k
+	// digit of the host that newMINEscape assigns to this stage (d-mod-k),
+	// so every down link carries one destination; elsewhere by the host
 	// modulo the choices.
 	pick := dstHost
 	if u.divs != nil {
