@@ -16,12 +16,15 @@ import (
 // "credits are global, that is, they refer to all the space available
 // for buffers in the data RAM for each port"). Paper 000 §4.1 gives its
 // VOQ schemes instead a fixed share of the port memory per queue and
-// credits per queue; docs/validation.md says what that changes. Queue k
-// of lane v is queues[v*perLane+k], so a scheme with one queue per lane
-// is the cioq switch.
+// credits per queue: voqnet does that (arch_voqnet.go: per-destination
+// output queues too, queue-level credits on every link between switches);
+// voqsw and 4q keep the shared lane memory and lane credits, and
+// docs/validation.md says what that changes. Queue k of lane v is
+// queues[v*perLane+k], so a scheme with one queue per lane is the cioq
+// switch.
 //
-// Output buffers keep one FIFO per lane in every scheme (the paper's
-// schemes also multiply the output queues; here the output stage is
+// Output buffers keep one FIFO per lane in 4q and voqsw (the paper's
+// schemes also multiply the output queues; there the output stage is
 // cioq's).
 
 // queueScheme is implemented by the architectures whose input queues are
@@ -113,7 +116,7 @@ func (f *Fabric) selectAtArrival(ip *inPort, p *Packet, cands []route.Candidate)
 		return cands[0].Port, cands
 	}
 	saved := f.room
-	f.room.sw, f.room.blocks, f.room.host, f.room.taken, f.room.in = s, p.blocks, nil, nil, s.in[ip.port]
+	f.room.sw, f.room.blocks, f.room.host, f.room.taken, f.room.in, f.room.pkt = s, p.blocks, nil, nil, s.in[ip.port], p
 	c := route.Select(cands, &f.room)
 	f.room = saved
 	if c < 0 {

@@ -606,6 +606,11 @@ type roomer struct {
 	// taken, when set, marks the local outputs an allocator has already
 	// matched in this round: they cannot take another packet.
 	taken []bool
+	// pkt is the head packet being allocated (set by headCandidates, which
+	// every allocator calls just before it selects), for the architectures
+	// whose room depends on the packet (voqnet: its destination's output
+	// queue).
+	pkt *Packet
 }
 
 func (r *roomer) Room(port, vl int32) (bool, int) {
@@ -634,6 +639,7 @@ func (f *Fabric) markReady(ip *inPort) {
 // queue q at input port pi of switch s, from the queue's cache when it is
 // still for p.
 func (f *Fabric) headCandidates(s *Switch, pi int, q *queue, p *Packet) []route.Candidate {
+	f.room.pkt = p
 	if q.candsFor != p {
 		q.cands = f.router.Candidates(s.ID, s.routePort(pi), int(p.inVL), int(p.Dst), q.cands[:0])
 		q.candsFor = p

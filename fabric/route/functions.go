@@ -61,8 +61,24 @@ func (dt *distTable) minimal(s, dst int, buf []int32) []int32 {
 // orientation the escape function never takes a "valley" (down then up),
 // which shortest-path routing on the switch graph alone may do, since
 // such detours through a lower stage can be as short as the climb.
-// Destinations are spread over the up ports (dst mod count), as a
-// deterministic MIN does.
+//
+// The up port is selected by a base-k digit of the destination host
+// (destination-based d-mod-k, the self-routing of paper 000 §4.1's
+// perfect-shuffle MIN): digit 0 at stage 0 and digit n-i at stage i >= 1,
+// where N = k^n hosts. With the shuffle of topo.MIN a packet for host
+// d = (d_{n-1} ... d_0) climbing with up ports u_0, u_1, ... reaches the
+// top-stage switch (u_0 u_1 ... u_{n-2}) and descends from stage j through
+// port d_{n-j}; the down link it takes out of stage j is therefore named by
+// (d_{n-1-j} ... d_1, u_0 ... u_{j-1}, d_{n-j}). With u_0 = d_0 and
+// u_i = d_{n-i} that name holds every digit of d, so every down link
+// carries the packets of exactly one destination, and uniform traffic
+// loads every link evenly (route tests check both). Selecting digit i at
+// stage i instead, as fabemu did before, sends the k destinations that
+// share a top switch down one of its links and caps uniform traffic near
+// 1/3 of the link rate on 64 hosts (1/4 on 256). When N is not a power of
+// k (paper 000's 512 hosts of 8-port switches) n is the number of whole
+// base-k digits, floor(log_k N); the rule is then the best digit choice
+// (a search over all of them finds none better) but not perfectly even.
 func newMINEscape(t *topo.Topology) *upDown {
 	levels := make([]int, t.NumSwitches())
 	for s, sw := range t.Switches {
@@ -70,8 +86,42 @@ func newMINEscape(t *topo.Topology) *upDown {
 	}
 	u := buildUpDown(t, levels)
 	u.desc = "min (up*/down* by stage, d-mod-k)"
-	u.radix = t.Switches[0].Ports / 2
+	u.divs = minDigitDivisors(t.NumHosts(), t.Switches[0].Ports/2, t.Stages)
 	return u
+}
+
+// minDigitDivisors returns, per stage, the power of k by which the
+// destination host is divided before taking it modulo the number of
+// candidates (see newMINEscape): k^0 at stage 0 and k^(n-i) at stage
+// i >= 1 with n = floor(log_k hosts), wrapping round the n digits on
+// stages beyond the ones needed. The last stage only goes down; when N is
+// not a power of k it can have several down paths to a host, and it
+// selects by the partial top digit, floor(d / k^n).
+func minDigitDivisors(hosts, k, stages int) []int {
+	n := 0
+	for span := k; span <= hosts && k > 1; span *= k {
+		n++
+	}
+	pow := func(e int) int {
+		d := 1
+		for ; e > 0; e-- {
+			d *= k
+		}
+		return d
+	}
+	divs := make([]int, stages)
+	for st := range divs {
+		digit := 0
+		switch {
+		case st == 0 || n == 0:
+		case st == stages-1:
+			digit = n
+		default:
+			digit = ((n-st)%n + n) % n
+		}
+		divs[st] = pow(digit)
+	}
+	return divs
 }
 
 // upDown is up*/down* routing (Autonet; the escape function of paper 004
@@ -89,7 +139,7 @@ type upDown struct {
 	distDown []uint16 // [dst*n+s]
 	distAny  []uint16 // [dst*n+s]
 	desc     string
-	radix    int // MIN: down ports per switch (k); 0 elsewhere
+	divs     []int // MIN: per stage, the divisor that selects the destination digit; nil elsewhere
 }
 
 // newUpDown orients links by BFS level from root (Autonet).
@@ -210,15 +260,13 @@ func (u *upDown) next(s, inPort, inVL int, inEscape bool, dst, dstHost int) (int
 		panic(fmt.Sprintf("route: %s has no legal path from switch %d to switch %d (down phase %v)", u.desc, s, dst, downPhase))
 	}
 	// Spread destination hosts over equal-length legal paths, as a
-	// forwarding table built per destination would: on a MIN by the host's
-	// base-k digit for this stage (d-mod-k of k-ary n-trees), so the hosts
-	// of one leaf switch arrive over different links; elsewhere by the host
+	// forwarding table built per destination would: on a MIN by the base-k
+	// digit of the host that newMINEscape assigns to this stage (d-mod-k),
+	// so every down link carries one destination; elsewhere by the host
 	// modulo the choices.
 	pick := dstHost
-	if u.radix > 0 {
-		for st := u.t.Switches[s].Stage; st > 0; st-- {
-			pick /= u.radix
-		}
+	if u.divs != nil {
+		pick /= u.divs[u.t.Switches[s].Stage]
 	}
 	return cands[pick%len(cands)], 0
 }
