@@ -53,9 +53,10 @@ import (
 //     at an output an Xoff is dropped and upstream inputs keep sending
 //     (the credits still bound the memory, so nothing is lost).
 //
-// Hosts: an input fed by a host sends no Xoff (the thesis' NICs have no
-// SAQs, and fabemu's single NIC queue would be held up by one); the
-// congestion information stops at the first switch.
+// Hosts: with nic_saqs > 0 an input fed by a host sends Xon/Xoff to the
+// host's injection port, which has SAQs (arch_recniq_nic.go); with -1 it
+// sends none and the congestion information stops at the first switch.
+// Post-processing delay and per-cycle detection: arch_recniq_ppu.go.
 //
 // Source routing: a CAM line holds a turn sequence (§3.2, Figure 3.2),
 // computed from the deterministic router as for recn (turnpools), so the
@@ -73,6 +74,9 @@ type recnIQArch struct {
 	series            []saqSample
 	kickPending       map[int32]bool
 	trace             func(ev string, port int32, k int, n int)
+	nics              []recnIQNIC // per host; nil unless nic_saqs > 0
+	nicMem            int32       // blocks of each NIC's SAQ memory
+	ppu               ppuState
 }
 
 // recnIQPort is the CAM of one port: SAQs with their queues at inputs,
@@ -103,6 +107,7 @@ type RECNIQStats struct {
 	Exhausted            uint64 `json:"saq_exhausted"`            // allocations refused for want of a free SAQ or CAM line
 	ExhaustedInput       uint64 `json:"saq_exhausted_input"`
 	ExhaustedOutput      uint64 `json:"saq_exhausted_output"`
+	RECNIQNICStats
 }
 
 // RECNIQReport is the RECN-IQ part of a run's summary.
@@ -124,9 +129,16 @@ const opRECNIQKick = opArch
 
 func newRECNIQ(f *Fabric) switchArch {
 	c := f.cfg.RECNIQ.resolved()
-	return &recnIQArch{iqArch: iqArch{vlQueues{f}}, cfg: c,
+	a := &recnIQArch{iqArch: iqArch{vlQueues{f}}, cfg: c,
 		detect: c.DetectionThreshold, xoff: c.XoffThreshold, xon: c.XonThreshold,
 		where: map[*Packet]int32{}, kickPending: map[int32]bool{}}
+	if c.NICSAQs > 0 {
+		// At least one largest packet, or a head that belongs in a SAQ
+		// could never leave the NIC.
+		a.nicMem = max(f.blocks(int32(min(c.NICMemory, 1<<30))), f.blocks(f.maxPacket))
+		f.inj = a
+	}
+	return a
 }
 
 func (a *recnIQArch) queuesPerInput() int { return a.f.nVL + a.cfg.MaxSAQs }
@@ -158,6 +170,7 @@ func (a *recnIQArch) setup() {
 			a.out[i] = mk(a.cfg.MaxSAQs)
 		}
 	}
+	a.nicSetup()
 }
 
 // route returns the remaining turns of packet p at input ii.
@@ -210,6 +223,7 @@ func (a *recnIQArch) enqueue(ip *inPort, p *Packet) int {
 		k = a.allocDetect(ii, p)
 	}
 	if k < 0 {
+		a.headChanged(ii, cq, p)
 		return cq
 	}
 	// p heads the CQ and moves to the SAQ k; while it would head that
@@ -291,9 +305,12 @@ func (a *recnIQArch) entered(ii int32, k int, p *Packet, n int) {
 	if q := &f.in[ii].queues[f.nVL+k]; n == 1 && s.gated() {
 		maskHead(q, p)
 	}
+	if n == 1 {
+		a.headChanged(ii, f.nVL+k, p)
+	}
 	if n >= a.xoff {
 		rp.full[k] = true
-		if !s.xoffSent && f.out[f.in[ii].up].sw >= 0 {
+		if !s.xoffSent && a.xoffUpstream(ii) {
 			s.xoffSent = true
 			a.stats.Xoff++
 			a.note("xoff-sent", ii, k, n)
@@ -348,6 +365,7 @@ func (a *recnIQArch) maybeFree(ii int32, k int) {
 	a.total--
 	a.stats.Deallocations++
 	a.series = append(a.series, saqSample{at: f.eng.Now(), total: a.total})
+	a.redetect(ii)
 }
 
 // postProcess runs the post-processing unit of input ii (§3.3.4) until
@@ -392,6 +410,10 @@ func (a *recnIQArch) move(ii int32, v, k int) {
 	if src.candsFor == p {
 		src.candsFor = nil
 	}
+	a.headChanged(ii, v, src.head)
+	if v < f.nVL {
+		a.redetect(ii) // the cold queue has a new head
+	}
 	dst := &ip.queues[f.nVL+k]
 	dst.push(p)
 	a.stats.Moves++
@@ -419,7 +441,7 @@ func (a *recnIQArch) kick(sw int32) {
 func (a *recnIQArch) regate(ii int32, k int) {
 	f := a.f
 	q := &f.in[ii].queues[f.nVL+k]
-	if a.in[ii].saqs[k].gated() {
+	if a.hidden(ii, f.nVL+k) {
 		if q.head != nil {
 			maskHead(q, q.head)
 		}
@@ -452,6 +474,11 @@ func (a *recnIQArch) forward(ii, oi int32, p *Packet, vl int) {
 		}
 	}
 	a.iqArch.forward(ii, oi, p, vl)
+	if qi := int(p.inVL); inSAQ {
+		a.headChanged(ii, f.nVL+int(k), f.in[ii].queues[f.nVL+int(k)].head)
+	} else {
+		a.headChanged(ii, qi, f.in[ii].queues[qi].head)
+	}
 	if inSAQ {
 		a.left(ii, int(k))
 	}
@@ -486,6 +513,7 @@ func (a *recnIQArch) control(oi int32, c *Control) {
 	f := a.f
 	o := &f.out[oi]
 	if o.sw < 0 {
+		a.nicControl(oi, c)
 		return
 	}
 	path, _ := c.Data.(string)
@@ -543,10 +571,15 @@ func (a *recnIQArch) control(oi int32, c *Control) {
 	}
 }
 
-func (a *recnIQArch) handle(kind int, ai int32, _, _ int, _ any) {
-	if kind == opRECNIQKick {
+func (a *recnIQArch) handle(kind int, ai int32, _, blocks int, ref any) {
+	switch kind {
+	case opRECNIQKick:
 		a.kickPending[ai] = false
 		a.f.alloc.arbitrate(&a.f.sw[ai])
+	case opRECNIQDetect:
+		a.detectAll(ai)
+	case opRECNIQReady:
+		a.ready(ai, blocks, ref.(*Packet))
 	}
 }
 
@@ -600,7 +633,7 @@ func (a *recnIQArch) check() []string {
 			bad = append(bad, fmt.Sprintf("out-port %d: %d CAM lines active, %d counted, max %d", oi, n, ro.inUse, a.cfg.MaxSAQs))
 		}
 	}
-	return bad
+	return append(bad, a.nicCheck()...)
 }
 
 // RECNIQ returns the RECN-IQ report of the run so far with SAQs over time

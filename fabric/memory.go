@@ -38,3 +38,24 @@ func PortStateBytes(cfg Config) int64 {
 	r := cfg.RECN.resolved()
 	return 2 * (int64(unsafe.Sizeof(recnPort{})) + int64(r.MaxSAQs)*int64(unsafe.Sizeof(saq{})))
 }
+
+// HostStateBytes is the state a switch architecture keeps per host
+// besides the NIC's own, and the most packets it may hold per host of
+// packetBytes each: for recn-iq with nic_saqs > 0 the NIC's SAQ table
+// (arch_recniq_nic.go) and the packets its SAQ memory (nic_saq_memory)
+// holds, which are taken from the NIC's queue and so escape the bound on
+// packets waiting at the sources; 0, 0 otherwise.
+func HostStateBytes(cfg Config, packetBytes int) (state, packets int64) {
+	if cfg.Switch != "recn-iq" {
+		return 0, 0
+	}
+	r := cfg.RECNIQ.resolved()
+	if r.NICSAQs <= 0 {
+		return 0, 0
+	}
+	block := int64(max(cfg.CreditBlock, 1))
+	per := (int64(max(packetBytes, 1)) + block - 1) / block // blocks per packet
+	memBlocks := (int64(min(r.NICMemory, 1<<40)) + block - 1) / block
+	state = int64(unsafe.Sizeof(recnIQNIC{})) + int64(r.NICSAQs)*int64(unsafe.Sizeof(saq{}))
+	return state, max(memBlocks/max(per, 1), 1)
+}
