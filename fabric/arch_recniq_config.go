@@ -41,11 +41,14 @@ const (
 )
 
 // DefaultRECNIQConfig: the thesis' setup (§4.2) with 4 SAQs per port
-// (the SAQ0-SAQ3 of its switch, §4.1.5).
+// (the SAQ0-SAQ3 of its switch, §4.1.5), a post-processing unit of 10 ns
+// per packet (§4.2.3), detection every cycle (§4.1.4) and, so that the
+// congestion information reaches the sources (§3.3.7), 4 SAQs at every
+// NIC with 1 MiB of memory (ours: the thesis gives no NIC figures).
 func DefaultRECNIQConfig() RECNIQConfig {
 	return RECNIQConfig{MaxSAQs: 4, DetectionThreshold: 4, XoffThreshold: 5, XonThreshold: 2, ControlPacket: 8,
-		PostProcessing: PPInstant, PostProcessingDelay: 10 * des.Nanosecond, Detection: DetectAtEvents,
-		NICSAQs: -1, NICMemory: 1 << 20}
+		PostProcessing: PPTimed, PostProcessingDelay: 10 * des.Nanosecond, Detection: DetectPerCycle,
+		NICSAQs: 4, NICMemory: 1 << 20}
 }
 
 // IsZero reports whether the configuration is all defaults, so that
