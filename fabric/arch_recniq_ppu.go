@@ -12,8 +12,10 @@ import "github.com/fabemu/fabemu/fabric/des"
 // per packet in §4.2.3. Here ("timed") a packet that becomes the head of
 // a cold queue or a SAQ is hidden from the allocator for
 // post_processing_delay from that moment; the moves themselves are
-// decided at once (the CAM comparison is the same), so a packet moved
-// pays the delay at the queue it finally leaves from, once. "bypass" is
+// decided at once (the CAM comparison is the same), and a packet moved
+// into a SAQ it heads starts the delay again there, as its RFS bit is
+// reset (the thesis' unit visits one queue at a time; here every head
+// is processed in parallel). "bypass" is
 // §4.2.3's enhanced RECN-IQ: no delay while the input has no SAQ and the
 // cold queue is below the detection threshold. "instant" takes no time.
 //
