@@ -60,11 +60,12 @@ func (a *recnIQArch) headChanged(ii int32, v int, p *Packet) {
 	}
 	f := a.f
 	d := a.cfg.PostProcessingDelay
-	if a.cfg.PostProcessing == PPBypass && a.in[ii].inUse == 0 && v < f.nVL && f.in[ii].queues[v].n < a.detect {
-		return // §4.2.3: the unit is bypassed at low load
-	}
 	if a.ppu.ready == nil {
 		a.ppu.ready = make([]des.Time, len(f.in)*a.queuesPerInput())
+	}
+	if a.cfg.PostProcessing == PPBypass && a.in[ii].inUse == 0 && v < f.nVL && f.in[ii].queues[v].n < a.detect {
+		a.ppu.ready[int(ii)*a.queuesPerInput()+v] = f.eng.Now()
+		return // §4.2.3: the unit is bypassed at low load
 	}
 	at := f.eng.Now() + d
 	a.ppu.ready[int(ii)*a.queuesPerInput()+v] = at

@@ -1,6 +1,10 @@
 package fabric
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/fabemu/fabemu/fabric/des"
+)
 
 // QueuesPerInput is how many queues every switch input port has under
 // cfg's switch architecture with nVL virtual lanes on switches of ports
@@ -30,13 +34,26 @@ const QueueBytes = int64(unsafe.Sizeof(queue{}))
 
 // PortStateBytes is the state a switch architecture keeps per switch port
 // besides its queues: for recn the port record and its SAQ table at the
-// input and at the output (arch_recn.go setup), 0 for the others.
+// input and at the output (arch_recn.go setup), for recn-iq its CAMs and
+// post-processing times, 0 for the others.
 func PortStateBytes(cfg Config) int64 {
-	if cfg.Switch != "recn" {
-		return 0
+	switch cfg.Switch {
+	case "recn":
+		r := cfg.RECN.resolved()
+		return 2 * (int64(unsafe.Sizeof(recnPort{})) + int64(r.MaxSAQs)*int64(unsafe.Sizeof(saq{})))
+	case "recn-iq":
+		// The CAM (SAQ lines, detected and full bits) at the input and
+		// at the output (arch_recniq.go setup), and with a timed
+		// post-processing unit the ready time of each queue's head
+		// (arch_recniq_ppu.go; one lane counted).
+		r := cfg.RECNIQ.resolved()
+		n := 2 * (int64(unsafe.Sizeof(recnIQPort{})) + int64(r.MaxSAQs)*(int64(unsafe.Sizeof(saq{}))+2))
+		if r.PostProcessing != PPInstant {
+			n += int64(r.MaxSAQs+1) * int64(unsafe.Sizeof(des.Time(0)))
+		}
+		return n
 	}
-	r := cfg.RECN.resolved()
-	return 2 * (int64(unsafe.Sizeof(recnPort{})) + int64(r.MaxSAQs)*int64(unsafe.Sizeof(saq{})))
+	return 0
 }
 
 // HostStateBytes is the state a switch architecture keeps per host
