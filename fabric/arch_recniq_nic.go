@@ -70,6 +70,18 @@ type RECNIQNICStats struct {
 	ExhaustedNIC     uint64 `json:"saq_exhausted_nic,omitzero"` // Xoff dropped at a NIC with no free SAQ
 }
 
+// injectorHint names, for an error about an architecture that runs the
+// injection links, the setting that hands them back to the fabric.
+func injectorHint(c Config) string {
+	switch c.Switch {
+	case "recn-iq":
+		return " (SAQs at the NICs; fabric.recn_iq.nic_saqs=-1 for none)"
+	case "recn":
+		return " (SAQs at the NICs; fabric.recn.nic_saqs=-1 for none)"
+	}
+	return ""
+}
+
 // nicSetup makes the NIC state (from setup).
 func (a *recnIQArch) nicSetup() {
 	if a.f.inj == nil || a.nics != nil {
