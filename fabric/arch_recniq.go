@@ -56,9 +56,10 @@ import (
 //     at an output an Xoff is dropped and upstream inputs keep sending
 //     (the credits still bound the memory, so nothing is lost).
 //
-// Hosts: an input fed by a host sends no Xoff (the thesis' NICs have no
-// SAQs, and fabemu's single NIC queue would be held up by one); the
-// congestion information stops at the first switch.
+// Hosts: with nic_saqs > 0 an input fed by a host sends Xon/Xoff to the
+// host's injection port, which has SAQs (arch_recniq_nic.go); with -1 it
+// sends none and the congestion information stops at the first switch.
+// Post-processing delay and per-cycle detection: arch_recniq_ppu.go.
 //
 // Source routing: a CAM line holds a turn sequence (§3.2, Figure 3.2),
 // computed from the deterministic router as for recn (turnpools), so the
@@ -79,6 +80,9 @@ type recnIQArch struct {
 	series            []saqSample
 	kickPending       map[int32]bool
 	trace             func(ev string, port int32, k int, n int)
+	nics              []recnIQNIC // per host; nil unless nic_saqs > 0
+	nicMem            int32       // blocks of each NIC's SAQ memory
+	ppu               ppuState
 }
 
 // recnIQPort is the CAM of one port: SAQs with their queues at inputs,
@@ -109,6 +113,7 @@ type RECNIQStats struct {
 	Exhausted            uint64 `json:"saq_exhausted"`            // allocations refused for want of a free SAQ or CAM line
 	ExhaustedInput       uint64 `json:"saq_exhausted_input"`
 	ExhaustedOutput      uint64 `json:"saq_exhausted_output"`
+	RECNIQNICStats
 }
 
 // RECNIQReport is the RECN-IQ part of a run's summary.
@@ -155,10 +160,17 @@ func newRECNIQ(f *Fabric) switchArch { return newRECNIQOn(f, &iqArch{vlQueues{f}
 // newRECNIQOn builds RECN-IQ's input stage on datapath dp.
 func newRECNIQOn(f *Fabric, dp recnIQDatapath) *recnIQArch {
 	c := f.cfg.RECNIQ.resolved()
-	return &recnIQArch{recnIQDatapath: dp, f: f, cfg: c,
+	a := &recnIQArch{recnIQDatapath: dp, f: f, cfg: c,
 		saqBase: dp.queuesPerInput(), groups: dp.saqGroups(),
 		detect: c.DetectionThreshold, xoff: c.XoffThreshold, xon: c.XonThreshold,
 		where: map[*Packet]int32{}, kickPending: map[int32]bool{}}
+	if c.NICSAQs > 0 {
+		// At least one largest packet, or a head that belongs in a SAQ
+		// could never leave the NIC.
+		a.nicMem = max(f.blocks(int32(min(c.NICMemory, 1<<30))), f.blocks(f.maxPacket))
+		f.inj = a
+	}
+	return a
 }
 
 // recnIQ returns the RECN-IQ stage of an architecture built on it.
@@ -196,6 +208,7 @@ func (a *recnIQArch) setup() {
 			a.out[i] = mk(a.saqs())
 		}
 	}
+	a.nicSetup()
 }
 
 // route returns the remaining turns of packet p at input ii.
@@ -248,6 +261,7 @@ func (a *recnIQArch) enqueue(ip *inPort, p *Packet) int {
 		k = a.allocDetect(ii, p)
 	}
 	if k < 0 {
+		a.headChanged(ii, cq, p)
 		return cq
 	}
 	// p heads the CQ and moves to the SAQ k; while it would head that
@@ -340,9 +354,12 @@ func (a *recnIQArch) entered(ii int32, k int, p *Packet, n int) {
 	if q := &f.in[ii].queues[a.saqBase+k]; n == 1 && s.gated() {
 		maskHead(q, p)
 	}
+	if n == 1 {
+		a.headChanged(ii, a.saqBase+k, p)
+	}
 	if n >= a.xoff {
 		rp.full[k] = true
-		if !s.xoffSent && f.out[f.in[ii].up].sw >= 0 {
+		if !s.xoffSent && a.xoffUpstream(ii) {
 			s.xoffSent = true
 			a.stats.Xoff++
 			a.note("xoff-sent", ii, k, n)
@@ -397,6 +414,7 @@ func (a *recnIQArch) maybeFree(ii int32, k int) {
 	a.total--
 	a.stats.Deallocations++
 	a.series = append(a.series, saqSample{at: f.eng.Now(), total: a.total})
+	a.redetect(ii)
 }
 
 // postProcess runs the post-processing unit of input ii (§3.3.4) until
@@ -441,6 +459,10 @@ func (a *recnIQArch) move(ii int32, v, k int) {
 	if src.candsFor == p {
 		src.candsFor = nil
 	}
+	a.headChanged(ii, v, src.head)
+	if v < a.saqBase {
+		a.redetect(ii) // the cold queue has a new head
+	}
 	dst := &ip.queues[a.saqBase+k]
 	dst.push(p)
 	a.stats.Moves++
@@ -468,7 +490,7 @@ func (a *recnIQArch) kick(sw int32) {
 func (a *recnIQArch) regate(ii int32, k int) {
 	f := a.f
 	q := &f.in[ii].queues[a.saqBase+k]
-	if a.in[ii].saqs[k].gated() {
+	if a.hidden(ii, a.saqBase+k) {
 		if q.head != nil {
 			maskHead(q, q.head)
 		}
@@ -501,11 +523,16 @@ func (a *recnIQArch) forward(ii, oi int32, p *Packet, vl int) {
 		}
 	}
 	a.recnIQDatapath.forward(ii, oi, p, vl)
+	cq := a.coldQueue(&f.sw[f.in[ii].sw], int(p.inVL), int(f.out[oi].port))
+	if inSAQ {
+		a.headChanged(ii, a.saqBase+int(k), f.in[ii].queues[a.saqBase+int(k)].head)
+	} else {
+		a.headChanged(ii, cq, f.in[ii].queues[cq].head)
+	}
 	if inSAQ {
 		a.left(ii, int(k))
 	}
 	a.postProcess(ii)
-	cq := a.coldQueue(&f.sw[f.in[ii].sw], int(p.inVL), int(f.out[oi].port))
 	if q := &f.in[ii].queues[cq]; q.head != nil && q.n >= a.detect {
 		a.detectAt(ii, cq, q.head)
 	}
@@ -536,6 +563,7 @@ func (a *recnIQArch) control(oi int32, c *Control) {
 	f := a.f
 	o := &f.out[oi]
 	if o.sw < 0 {
+		a.nicControl(oi, c)
 		return
 	}
 	path, _ := c.Data.(string)
@@ -594,12 +622,17 @@ func (a *recnIQArch) control(oi int32, c *Control) {
 }
 
 func (a *recnIQArch) handle(kind int, ai int32, vl, blocks int, ref any) {
-	if kind != opRECNIQKick {
+	switch kind {
+	case opRECNIQKick:
+		a.kickPending[ai] = false
+		a.f.alloc.arbitrate(&a.f.sw[ai])
+	case opRECNIQDetect:
+		a.detectAll(ai)
+	case opRECNIQReady:
+		a.ready(ai, blocks, ref.(*Packet))
+	default:
 		a.recnIQDatapath.handle(kind, ai, vl, blocks, ref)
-		return
 	}
-	a.kickPending[ai] = false
-	a.f.alloc.arbitrate(&a.f.sw[ai])
 }
 
 // check verifies the RECN-IQ bookkeeping against the queues (for tests):
@@ -658,7 +691,7 @@ func (a *recnIQArch) check() []string {
 			bad = append(bad, fmt.Sprintf("out-port %d: %d CAM lines active, %d counted, max %d", oi, n, ro.inUse, a.saqs()))
 		}
 	}
-	return bad
+	return append(bad, a.nicCheck()...)
 }
 
 // RECNIQ returns the RECN-IQ report of the run so far with SAQs over time

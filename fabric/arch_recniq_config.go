@@ -2,7 +2,9 @@ package fabric
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/units"
 )
 
@@ -18,12 +20,36 @@ type RECNIQConfig struct {
 	XoffThreshold      int         `yaml:"xoff_threshold" json:"xoff_threshold" unit:"packets" doc:"packets in an input SAQ at which it sends Xoff upstream: the output port of the upstream switch takes a CAM line in Xoff for the congested point, and inputs that send it matching packets allocate SAQs in Xoff" paper:"003 §3.3.5, §4.1.6, §4.2 (5 packets)"`
 	XonThreshold       int         `yaml:"xon_threshold" json:"xon_threshold" unit:"packets" doc:"packets below which an input SAQ that sent Xoff sends Xon; below xoff_threshold, for hysteresis" paper:"003 §3.3.6, §4.1.6, §4.2 (2 packets)"`
 	ControlPacket      units.Bytes `yaml:"control_packet" json:"control_packet" unit:"bytes" doc:"wire size of an Xon or Xoff packet on the reverse channel; they share the link with data (ours: the thesis gives no value)" paper:"003 §3.3.5"`
+	// Post-processing unit timing (§4.1.5, §4.2.3).
+	PostProcessing      string   `yaml:"post_processing" json:"post_processing" doc:"timing of the post-processing unit: timed (a packet that becomes the head of a cold queue or SAQ waits post_processing_delay before the allocator sees it, and again after every move into another SAQ: the RFS bit of §4.1.5), bypass (the enhanced RECN-IQ of §4.2.3: no wait while the input has no SAQ allocated and its cold queue is below detection_threshold), or instant (post-processing takes no time)" paper:"003 §4.1.5, §4.2.3"`
+	PostProcessingDelay des.Time `yaml:"post_processing_delay" json:"post_processing_delay" unit:"time" doc:"time the post-processing unit takes to process one head packet (post_processing timed or bypass)" paper:"003 §4.2.3 (10 nanoseconds)"`
+	// Detection: when the congestion detection unit compares the cold
+	// queue with its threshold (§4.1.4).
+	Detection string `yaml:"detection" json:"detection" doc:"when congestion detection looks at a cold queue: cycle (whenever the cold queue holds detection_threshold packets, as the thesis' detection unit compares it every cycle: also when its head changes or a SAQ of the input is freed), or events (only when a packet arrives at the cold queue and when its head leaves through the crossbar)" paper:"003 §3.3.2, §4.1.4"`
+	// NIC side (§3.3.7 step 6: the congestion information "eventually
+	// reaches the sources"; the SAQs at the sources are paper 000 §4.1's).
+	NICSAQs   int         `yaml:"nic_saqs" json:"nic_saqs" doc:"set-aside queues at each host's injection port: an input SAQ of the first switch past xoff_threshold sends Xoff to the host as to an upstream switch; the NIC allocates a SAQ in Xoff for the path, sets aside the packets of its queue whose turns match it, obeys Xon/Xoff per SAQ and keeps injecting the others; -1: none, hosts are never sent Xoff and the congestion information stops at the first switch" paper:"003 §3.3.5-§3.3.7; 000 §4.1 (SAQs at the network interfaces)"`
+	NICMemory units.Bytes `yaml:"nic_saq_memory" json:"nic_saq_memory" unit:"bytes" doc:"memory of a NIC's SAQs; when the NIC's next packet belongs in a SAQ and does not fit, it waits at the head of the NIC's queue and holds up the packets behind it (ours, as fabric.recn.nic_saq_memory: the thesis gives no NIC memory)" paper:"000 §4.1"`
 }
 
+// Values of RECNIQConfig.PostProcessing and RECNIQConfig.Detection.
+const (
+	PPTimed        = "timed"
+	PPBypass       = "bypass"
+	PPInstant      = "instant"
+	DetectPerCycle = "cycle"
+	DetectAtEvents = "events"
+)
+
 // DefaultRECNIQConfig: the thesis' setup (§4.2) with 4 SAQs per port
-// (the SAQ0-SAQ3 of its switch, §4.1.5).
+// (the SAQ0-SAQ3 of its switch, §4.1.5), a post-processing unit of 10 ns
+// per packet (§4.2.3), detection every cycle (§4.1.4) and, so that the
+// congestion information reaches the sources (§3.3.7), 4 SAQs at every
+// NIC with 1 MiB of memory (ours: the thesis gives no NIC figures).
 func DefaultRECNIQConfig() RECNIQConfig {
-	return RECNIQConfig{MaxSAQs: 4, DetectionThreshold: 4, XoffThreshold: 5, XonThreshold: 2, ControlPacket: 8}
+	return RECNIQConfig{MaxSAQs: 4, DetectionThreshold: 4, XoffThreshold: 5, XonThreshold: 2, ControlPacket: 8,
+		PostProcessing: PPTimed, PostProcessingDelay: 10 * des.Nanosecond, Detection: DetectPerCycle,
+		NICSAQs: 4, NICMemory: 1 << 20}
 }
 
 // IsZero reports whether the configuration is all defaults, so that
@@ -50,6 +76,21 @@ func (c RECNIQConfig) resolved() RECNIQConfig {
 	if c.ControlPacket == 0 {
 		c.ControlPacket = d.ControlPacket
 	}
+	if c.PostProcessing == "" {
+		c.PostProcessing = d.PostProcessing
+	}
+	if c.PostProcessingDelay == 0 {
+		c.PostProcessingDelay = d.PostProcessingDelay
+	}
+	if c.Detection == "" {
+		c.Detection = d.Detection
+	}
+	if c.NICSAQs == 0 {
+		c.NICSAQs = d.NICSAQs
+	}
+	if c.NICMemory == 0 {
+		c.NICMemory = d.NICMemory
+	}
 	return c
 }
 
@@ -63,6 +104,32 @@ func (c RECNIQConfig) Validate() error {
 		return fmt.Errorf("thresholds and control_packet must not be negative")
 	case c.XonThreshold >= c.XoffThreshold:
 		return fmt.Errorf("xon_threshold %d must be below xoff_threshold %d (Xon/Xoff hysteresis, paper 003 §3.3.6)", c.XonThreshold, c.XoffThreshold)
+	case c.PostProcessing != PPTimed && c.PostProcessing != PPBypass && c.PostProcessing != PPInstant:
+		return fmt.Errorf("post_processing %q: want timed, bypass or instant", c.PostProcessing)
+	case c.PostProcessingDelay < 0:
+		return fmt.Errorf("post_processing_delay %v must not be negative", c.PostProcessingDelay)
+	case c.Detection != DetectPerCycle && c.Detection != DetectAtEvents:
+		return fmt.Errorf("detection %q: want cycle or events", c.Detection)
+	case c.NICSAQs < -1 || c.NICSAQs > 64:
+		return fmt.Errorf("nic_saqs %d: want 1 to 64, or -1 for none", c.NICSAQs)
+	case c.NICMemory < 0:
+		return fmt.Errorf("nic_saq_memory must not be negative")
 	}
 	return nil
+}
+
+// SwitchInputDelay is the time a packet spends at every switch input at
+// zero load besides the routing delay: with RECN-IQ's input stage
+// (recn-iq, pciq-K+recn-iq, cioq+recn-iq) its post-processing delay with
+// post_processing timed (paper 003 §4.2.3), 0 otherwise. The zero-load
+// latency of the conformance suite adds it per switch.
+func (c Config) SwitchInputDelay() des.Time {
+	if !strings.HasSuffix(c.Switch, "recn-iq") {
+		return 0
+	}
+	r := c.RECNIQ.resolved()
+	if r.PostProcessing != PPTimed {
+		return 0
+	}
+	return r.PostProcessingDelay
 }

@@ -33,7 +33,7 @@ func recnIQExample(t *testing.T, cfg Config) (*des.Engine, *Fabric, *testEP, *re
 		t.Fatal(err)
 	}
 	eng, f, ep := build(t, tp, cfg, route.DefaultConfig())
-	return eng, f, ep, f.arch.(*recnIQArch)
+	return eng, f, ep, f.arch.(interface{ recnIQ() *recnIQArch }).recnIQ()
 }
 
 // recnIQConfig is the thesis' setup (§4.2): 4 KB input memories (64

@@ -44,7 +44,7 @@ func (f *Fabric) setupBubble() error {
 		return nil
 	}
 	if f.inj != nil {
-		return fmt.Errorf("fabric.switch %s runs the injection links itself and counts its buffers in blocks; routing.escape bubble needs packet slots: use cioq or iq", f.cfg.Switch)
+		return fmt.Errorf("fabric.switch %s runs the injection links itself%s and counts its buffers in blocks; routing.escape bubble needs packet slots: use cioq or iq", f.cfg.Switch, injectorHint(f.cfg))
 	}
 	f.slotBlocks = f.blocks(f.maxPacket)
 	return f.checkLaneSlots(n, true, "routing.escape bubble (paper 002 §3: a ring may be entered only with room for two packets)")

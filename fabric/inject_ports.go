@@ -44,7 +44,7 @@ func (f *Fabric) addInjectionPorts(n int, shared bool, nQueues int, outCaps []in
 		return fmt.Errorf("fabric: %d injection ports per host need a NIC with as many injection queues", n)
 	}
 	if f.inj != nil {
-		return fmt.Errorf("fabric.switch %s runs the injection links itself; it takes one injection port per host, not %d", f.cfg.Switch, n)
+		return fmt.Errorf("fabric.switch %s runs the injection links itself%s; it takes one injection port per host, not %d", f.cfg.Switch, injectorHint(f.cfg), n)
 	}
 	ip := &injPorts{ep: qe, outs: make([][]int32, len(f.hostOut)), shared: shared, rr: make([]int8, len(f.hostOut))}
 	for s := range f.sw {

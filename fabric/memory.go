@@ -3,6 +3,8 @@ package fabric
 import (
 	"strings"
 	"unsafe"
+
+	"github.com/fabemu/fabemu/fabric/des"
 )
 
 // QueuesPerInput is how many queues every switch input port has under
@@ -36,9 +38,11 @@ const QueueBytes = int64(unsafe.Sizeof(queue{}))
 // input and at the output (arch_recn.go setup); for the architectures
 // built on RECN-IQ's input stage (recn-iq, pciq-K+recn-iq, cioq+recn-iq)
 // the CAM of every input and output (its SAQ lines, read ports x
-// max_saqs, with their detected and full marks: arch_recniq.go setup) and
+// max_saqs, with their detected and full marks: arch_recniq.go setup),
 // the record of which SAQ holds each set-aside packet, at most one per
-// credit block of the input buffer; 0 for the others.
+// credit block of the input buffer, and with a timed post-processing
+// unit the ready time of each queue's head (arch_recniq_ppu.go; one lane
+// counted); 0 for the others.
 func PortStateBytes(cfg Config) int64 {
 	switch {
 	case cfg.Switch == "recn":
@@ -54,12 +58,39 @@ func PortStateBytes(cfg Config) int64 {
 		if !ok {
 			return 0
 		}
-		lines := int64(has.recnIQ().saqs())
+		a := has.recnIQ()
+		lines := int64(a.saqs())
 		cam := int64(unsafe.Sizeof(recnIQPort{})) + lines*(int64(unsafe.Sizeof(saq{}))+2)
 		setAside := int64(cfg.InputBuffer) / int64(max(cfg.CreditBlock, 1))
-		return 2*cam + setAside*whereEntryBytes
+		n := 2*cam + setAside*whereEntryBytes
+		if a.cfg.PostProcessing != PPInstant {
+			n += int64(a.queuesPerInput()) * int64(unsafe.Sizeof(des.Time(0)))
+		}
+		return n
 	}
 	return 0
+}
+
+// HostStateBytes is the state a switch architecture keeps per host
+// besides the NIC's own, and the most packets it may hold per host of
+// packetBytes each: for the architectures built on RECN-IQ's input stage
+// with nic_saqs > 0 the NIC's SAQ table (arch_recniq_nic.go) and the
+// packets its SAQ memory (nic_saq_memory) holds, which are taken from the
+// NIC's queue and so escape the bound on packets waiting at the sources;
+// 0, 0 otherwise.
+func HostStateBytes(cfg Config, packetBytes int) (state, packets int64) {
+	if !strings.HasSuffix(cfg.Switch, "recn-iq") {
+		return 0, 0
+	}
+	r := cfg.RECNIQ.resolved()
+	if r.NICSAQs <= 0 {
+		return 0, 0
+	}
+	block := int64(max(cfg.CreditBlock, 1))
+	per := (int64(max(packetBytes, 1)) + block - 1) / block // blocks per packet
+	memBlocks := (int64(min(r.NICMemory, 1<<40)) + block - 1) / block
+	state = int64(unsafe.Sizeof(recnIQNIC{})) + int64(r.NICSAQs)*int64(unsafe.Sizeof(saq{}))
+	return state, max(memBlocks/max(per, 1), 1)
 }
 
 // whereEntryBytes is one entry of RECN-IQ's packet-to-SAQ map (a pointer

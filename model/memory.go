@@ -115,6 +115,16 @@ func EstimateRun(m *Model, w Workload) (MemoryEstimate, error) {
 		packets = min(packets, generated)
 	}
 	add("packets in flight", mul(packets, memPerPacket))
+	if st, held := fabric.HostStateBytes(m.Fabric, size); st > 0 {
+		// recn-iq's SAQs at the NICs and the packets their memory holds
+		// (taken from the NICs' queues, so not bounded as the sources are).
+		add("NIC SAQ state", mul(c.Hosts, st))
+		held = mul(c.Hosts, held)
+		if generated >= 0 {
+			held = min(held, generated)
+		}
+		add("packets in NIC SAQs", mul(held, memPerPacket))
+	}
 	add("hosts", mul(c.Hosts, memPerHost))
 	if n, b := orderMeterBytes(m, c.Hosts, generated); n > 0 {
 		// Adaptive delivery meters the order of each stream that delivers

@@ -69,6 +69,38 @@ func TestEstimateGrowsAndRefuses(t *testing.T) {
 	}
 }
 
+// TestEstimateRECNIQNICSAQs: recn-iq's SAQs at the NICs add their table
+// and the packets their memory holds, per host: with nic_saqs 4 and a
+// 64 KiB NIC SAQ memory of 256-byte packets, 256 packets per host more
+// than without them (and the SAQ table).
+func TestEstimateRECNIQNICSAQs(t *testing.T) {
+	p, err := LookupPreset("paper003-min256-8x8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := p.Model
+	m.Fabric.Switch = "recn-iq"
+	m.Fabric.RECNIQ.NICSAQs = -1
+	w := Workload{PacketsPerHost: -1, PacketBytes: 256}
+	off, err := EstimateRun(&m, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Fabric.RECNIQ.NICSAQs, m.Fabric.RECNIQ.NICMemory = 4, 64<<10
+	on, err := EstimateRun(&m, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := on.Counts.Hosts
+	st, held := fabric.HostStateBytes(m.Fabric, 256)
+	if held != 256 || st <= 0 {
+		t.Fatalf("per host: %d bytes of state, %d packets; want 256 packets", st, held)
+	}
+	if want := hosts * (st + held*memPerPacket); on.Bytes-off.Bytes != want {
+		t.Errorf("NIC SAQs add %d bytes, want %d (%d hosts)", on.Bytes-off.Bytes, want, hosts)
+	}
+}
+
 // TestEstimateEveryArchitecture: the estimate works for every switch
 // architecture of the table (it asks the table for the queues per input,
 // without building a fabric) and grows with the queue count: voqnet, a

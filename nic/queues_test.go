@@ -188,8 +188,10 @@ func TestQueueCapacityStallsSource(t *testing.T) {
 
 // TestInjectionQueuesEveryArchitecture: the extra injection ports work
 // with every switch architecture of the table that lets the fabric run the
-// injection links (all but recn, which is refused with a message); the
-// source-routed recn-iq takes static selection under deterministic routing.
+// injection links (all but recn and the architectures on RECN-IQ's input
+// stage with their NIC SAQs, which are refused with a message; without
+// them they run); the source-routed RECN-IQ family takes static selection
+// under deterministic routing.
 func TestInjectionQueuesEveryArchitecture(t *testing.T) {
 	for _, a := range fabric.Architectures() {
 		t.Run(a.Name, func(t *testing.T) {
@@ -203,14 +205,18 @@ func TestInjectionQueuesEveryArchitecture(t *testing.T) {
 				c.Routing.Mode = route.Deterministic
 				c.NIC.InjectionQueues.Select = "static"
 			}
-			if a.Name == "recn" {
-				// recn's NICs hold SAQs and run the injection links
-				// themselves (paper 000 §3.3).
+			if a.Name == "recn" || strings.HasSuffix(a.Name, "recn-iq") {
+				// recn's and RECN-IQ's NICs hold SAQs and run the
+				// injection links themselves (paper 000 §3.3, paper 003
+				// §3.3.7).
 				_, err := model.NewSession(c.Topology, c.Routing, c.Fabric, c.NIC, 0, des.Microsecond, 0)
-				if err == nil || !strings.Contains(err.Error(), "one injection port per host") {
+				if err == nil || !strings.Contains(err.Error(), "one injection port per host") || !strings.Contains(err.Error(), "nic_saqs=-1") {
 					t.Fatalf("%s with 4 injection ports: %v, want a refusal", a.Name, err)
 				}
-				return
+				if a.Name == "recn" {
+					return
+				}
+				c.Fabric.RECNIQ.NICSAQs = -1
 			}
 			c.Traffic.Load = 1.0
 			c.Run.Warmup, c.Run.Duration = 2*des.Microsecond, 8*des.Microsecond

@@ -46,6 +46,14 @@ func variants() []variant {
 	c := fabric.DefaultConfig()
 	c.Switch, c.Allocator, c.RECN.NormalFirst = "recn", "rr", true
 	vs = append(vs, variant{"recn/rr/normal_first", c, true})
+	// recn-iq as the thesis runs it in a network: SAQs at the NICs,
+	// post-processing of 10 ns, detection every cycle (paper 003 ch. 3,
+	// §4.1.4, §4.2.3), with a NIC SAQ memory small enough to fill
+	c = fabric.DefaultConfig()
+	c.Switch, c.Allocator, c.OutputBuffer = "recn-iq", "islip", 0
+	c.RECNIQ.NICSAQs, c.RECNIQ.NICMemory = 4, 2048
+	c.RECNIQ.PostProcessing, c.RECNIQ.Detection = fabric.PPTimed, fabric.DetectPerCycle
+	vs = append(vs, variant{"recn-iq/islip/nic_saqs", c, true})
 	return vs
 }
 
@@ -62,7 +70,7 @@ func TestTablesAreCovered(t *testing.T) {
 
 // TestZeroLoadLatency: one packet through an idle line of 1 to 4
 // switches takes, under virtual cut-through, the routing delay at each
-// switch, the propagation delay on each cable and its serialization time
+// switch (and recn-iq's timed post-processing, Config.SwitchInputDelay), the propagation delay on each cable and its serialization time
 // once, whatever the architecture or allocator (exactly, to the
 // picosecond).
 func TestZeroLoadLatency(t *testing.T) {
@@ -82,7 +90,7 @@ func TestZeroLoadLatency(t *testing.T) {
 				t.Fatalf("%s, %d switches: delivered %d packets", v.name, hops, n.EP.Delivered)
 			}
 			c := v.cfg
-			want := des.Time(hops)*c.RoutingDelay + des.Time(hops+1)*c.PropagationDelay() + c.SerializationTime(MaxPacket)
+			want := des.Time(hops)*(c.RoutingDelay+c.SwitchInputDelay()) + des.Time(hops+1)*c.PropagationDelay() + c.SerializationTime(MaxPacket)
 			if n.EP.Latency != want {
 				t.Errorf("%s, %d switches: latency %v, want %v", v.name, hops, n.EP.Latency, want)
 			}
