@@ -28,13 +28,38 @@ const PacketBytes = int64(unsafe.Sizeof(Packet{}))
 // until its head is routed and keeps its candidate outputs.
 const QueueBytes = int64(unsafe.Sizeof(queue{}))
 
-// PortStateBytes is the state a switch architecture keeps per switch port
-// besides its queues: for recn the port record and its SAQ table at the
-// input and at the output (arch_recn.go setup), 0 for the others.
-func PortStateBytes(cfg Config) int64 {
-	if cfg.Switch != "recn" {
+// OutputMemories is how many output memories of fabric.output_buffer
+// bytes every switch output port has under cfg's switch architecture: 0
+// for the architectures without output buffers (iq, pciq-K), one per row
+// of sub-switches for hc (arch_hc.go: an output link is fed by one
+// sub-switch output memory per row), 1 for the others.
+func OutputMemories(cfg Config) int {
+	info, err := lookupArch(cfg.Switch)
+	switch {
+	case err != nil:
+		return 1
+	case !info.outputBuffered:
 		return 0
+	case cfg.Switch == "hc":
+		return hcRows
 	}
-	r := cfg.RECN.resolved()
-	return 2 * (int64(unsafe.Sizeof(recnPort{})) + int64(r.MaxSAQs)*int64(unsafe.Sizeof(saq{})))
+	return 1
+}
+
+// PortStateBytes is the state a switch architecture keeps per switch port
+// besides its queues, with nVL virtual lanes: for recn the port record and
+// its SAQ table at the input and at the output (arch_recn.go setup); for
+// hc the lanes, FIFOs and source lists of the extra output memories, the
+// read-port transfers and the per-row busy flags (arch_hc.go setup); 0 for
+// the others.
+func PortStateBytes(cfg Config, nVL int) int64 {
+	switch cfg.Switch {
+	case "recn":
+		r := cfg.RECN.resolved()
+		return 2 * (int64(unsafe.Sizeof(recnPort{})) + int64(r.MaxSAQs)*int64(unsafe.Sizeof(saq{})))
+	case "hc":
+		perMemory := int64(unsafe.Sizeof(lane{})+unsafe.Sizeof(fifo{})+unsafe.Sizeof([]int16(nil))) * int64(nVL)
+		return hcRows*perMemory + hcRows*(4+1) + 1 + 2
+	}
+	return 0
 }
