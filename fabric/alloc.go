@@ -27,6 +27,9 @@ type AllocInfo struct {
 	Syntax      string // the accepted forms
 	Description string
 	Source      string
+	// Random: grants are drawn at random (from the run's seeded
+	// streams), so shares are fair in expectation only.
+	Random bool
 	// new builds the allocator with its parameter (0 when none is given).
 	new func(f *Fabric, param int) allocator
 	// param validates a parameter; nil means the allocator takes none.
@@ -44,6 +47,15 @@ func allocTable() []AllocInfo {
 		{Name: "islip", Syntax: "islip[(N)]", Source: "McKeown, iSLIP (IEEE/ACM ToN 1999); paper 003 §2.1",
 			Description: "iSLIP with N = 1..16 iterations (islip = islip(1)): every free input requests the outputs its heads select; each output grants the requesting input next after its grant pointer, each input accepts the granting output next after its accept pointer; pointers move only on a first-iteration accept; N iterations match what is left",
 			new:         newISLIP,
+			param: func(n int) error {
+				if n < 1 || n > 16 {
+					return fmt.Errorf("%d iterations: want 1 to 16", n)
+				}
+				return nil
+			}},
+		{Name: "pim", Syntax: "pim[(N)]", Source: "Anderson, Owicki, Saxe, Thacker, parallel iterative matching (ACM TOCS 1993) §4",
+			Description: "parallel iterative matching with N = 1..16 iterations (pim = pim(1)): every free input requests the outputs its heads select; each output grants one request chosen at random, each input accepts one grant chosen at random (from a stream per switch seeded by run.seed); N iterations match what is left",
+			new:         newPIM, Random: true,
 			param: func(n int) error {
 				if n < 1 || n > 16 {
 					return fmt.Errorf("%d iterations: want 1 to 16", n)

@@ -25,7 +25,11 @@ func TestParseAllocator(t *testing.T) {
 		{"islip(x)", "", 0, "want islip[(N)]"},
 		{"islip(3", "", 0, "want islip[(N)]"},
 		{"rr(2)", "", 0, "takes no parameter"},
-		{"pim", "", 0, `unknown allocator "pim"; known: rr; islip[(N)]`},
+		{"pim", "pim", 0, ""},
+		{"pim(3)", "pim", 3, ""},
+		{"pim(0)", "", 0, "want 1 to 16"},
+		{"pim(2", "", 0, "want pim[(N)]"},
+		{"wavefront", "", 0, `unknown allocator "wavefront"; known: rr; islip[(N)]; pim[(N)]; hrr`},
 		{"", "", 0, "unknown allocator"},
 	} {
 		s, err := parseAllocator(tc.spec)

@@ -33,21 +33,44 @@ const PacketBytes = int64(unsafe.Sizeof(Packet{}))
 // until its head is routed and keeps its candidate outputs.
 const QueueBytes = int64(unsafe.Sizeof(queue{}))
 
+// OutputMemories is how many output memories of fabric.output_buffer
+// bytes every switch output port has under cfg's switch architecture: 0
+// for the architectures without output buffers (iq, pciq-K), one per row
+// of sub-switches for hc (arch_hc.go: an output link is fed by one
+// sub-switch output memory per row), 1 for the others.
+func OutputMemories(cfg Config) int {
+	info, err := lookupArch(cfg.Switch)
+	switch {
+	case err != nil:
+		return 1
+	case !info.outputBuffered:
+		return 0
+	case cfg.Switch == "hc":
+		return hcRows
+	}
+	return 1
+}
+
 // PortStateBytes is the state a switch architecture keeps per switch port
-// besides its queues: for recn the port record and its SAQ table at the
-// input and at the output (arch_recn.go setup); for the architectures
-// built on RECN-IQ's input stage (recn-iq, pciq-K+recn-iq, cioq+recn-iq)
-// the CAM of every input and output (its SAQ lines, read ports x
-// max_saqs, with their detected and full marks: arch_recniq.go setup),
-// the record of which SAQ holds each set-aside packet, at most one per
-// credit block of the input buffer, and with a timed post-processing
-// unit the ready time of each queue's head (arch_recniq_ppu.go; one lane
-// counted); 0 for the others.
-func PortStateBytes(cfg Config) int64 {
+// besides its queues, with nVL virtual lanes: for recn the port record and
+// its SAQ table at the input and at the output (arch_recn.go setup); for
+// the architectures built on RECN-IQ's input stage (recn-iq,
+// pciq-K+recn-iq, cioq+recn-iq) the CAM of every input and output (its
+// SAQ lines, read ports x max_saqs, with their detected and full marks:
+// arch_recniq.go setup), the record of which SAQ holds each set-aside
+// packet, at most one per credit block of the input buffer, and with a
+// timed post-processing unit the ready time of each queue's head
+// (arch_recniq_ppu.go; one lane counted); for hc the lanes, FIFOs and
+// source lists of the extra output memories, the read-port transfers and
+// the per-row busy flags (arch_hc.go setup); 0 for the others.
+func PortStateBytes(cfg Config, nVL int) int64 {
 	switch {
 	case cfg.Switch == "recn":
 		r := cfg.RECN.resolved()
 		return 2 * (int64(unsafe.Sizeof(recnPort{})) + int64(r.MaxSAQs)*int64(unsafe.Sizeof(saq{})))
+	case cfg.Switch == "hc":
+		perMemory := int64(unsafe.Sizeof(lane{})+unsafe.Sizeof(fifo{})+unsafe.Sizeof([]int16(nil))) * int64(nVL)
+		return hcRows*perMemory + hcRows*(4+1) + 1 + 2
 	case strings.HasSuffix(cfg.Switch, "recn-iq"):
 		info, err := lookupArch(cfg.Switch)
 		if err != nil {

@@ -95,7 +95,7 @@ func EstimateRun(m *Model, w Workload) (MemoryEstimate, error) {
 	add("switches", mul(c.Switches, memPerSwitch))
 	add("ports and events", mul(c.Ports, memPerPort))
 	add("input queues", mul(mul(c.Ports, q), memPerQueue))
-	if b := fabric.PortStateBytes(m.Fabric); b > 0 {
+	if b := fabric.PortStateBytes(m.Fabric, lanes(m)); b > 0 {
 		add("switch port state", mul(c.Ports, b))
 	}
 	// Packets alive at once: at most every switch buffer full of largest
@@ -103,7 +103,8 @@ func EstimateRun(m *Model, w Workload) (MemoryEstimate, error) {
 	// allocated as they are generated and a run never fills every buffer
 	// with them), and at most every packet the run generates. Each costs
 	// its state, its message's and its slots in the queues it passes.
-	buf := int64(m.Fabric.InputBuffer) + int64(m.Fabric.OutputBuffer)
+	// Output memories: none for iq and pciq-K, one per row for hc.
+	buf := int64(m.Fabric.InputBuffer) + int64(fabric.OutputMemories(m.Fabric))*int64(m.Fabric.OutputBuffer)
 	size := maxPacket
 	if w.PacketBytes > 0 {
 		size = min(size, w.PacketBytes)

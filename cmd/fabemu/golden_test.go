@@ -53,6 +53,8 @@ var goldenRuns = []struct {
 	{"sim-tap-square-mix", []string{"sim", "--preset", "tap-square-10g", "--routing", "adaptive", "--sizes", "64:0.5,4096:0.5", "--load", "0.7", "--duration", "40us", "--warmup", "10us"}},
 	// input-queued switches with a 2-iteration iSLIP allocator, adaptive, hot spot
 	{"sim-min64-iq-islip2-adaptive", []string{"sim", "--preset", "paper000-min64", "--routing", "adaptive", "--pattern", "hotspot", "--set", "fabric.switch=iq", "--set", "fabric.allocator=islip(2)", "--load", "0.6", "--duration", "30us", "--warmup", "5us"}},
+	// VOQ at the switch level with 2-iteration parallel iterative matching (random grants from run.seed), uniform
+	{"sim-min64-voqsw-pim2-uniform", []string{"sim", "--preset", "paper000-min64", "--set", "fabric.switch=voqsw", "--set", "fabric.allocator=pim(2)", "--load", "0.9", "--duration", "30us", "--warmup", "5us"}},
 	// Trans-t injection control (paper 001 §3) past saturation on an adaptive torus
 	{"sim-torus8x8-transt", []string{"sim", "--preset", "torus8x8-dor", "--routing", "adaptive", "--injection", "trans-t", "--load", "1.0", "--duration", "40us", "--warmup", "20us"}},
 	// bubble flow control (paper 002 §3): one lane, no dateline, past saturation; and the

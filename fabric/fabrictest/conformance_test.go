@@ -2,6 +2,7 @@ package fabrictest
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -237,7 +238,25 @@ func TestDeterministic(t *testing.T) {
 // as fast as they can. Every allocator must share the output equally
 // among the inputs: after the time for 30 packets on the hot link each
 // source has had 10 delivered, give or take one.
+//
+// A random allocator (AllocInfo.Random, pim) is fair in expectation only:
+// the winner of each grant is uniform among the three, so each source's
+// count after 3000 packet times is binomial(3000, 1/3), mean 1000 and
+// standard deviation 25.8; it must lie within 4 of those (±103), which a
+// 40:30:30 bias would miss by far. On hc, hosts 1 and 2 share a row (one
+// output memory, a FIFO) and host 3 has the other row's memory to itself;
+// the link's round robin over input ports sees only the two heads, so
+// with a random order of 1s and 2s in the shared FIFO host 3 wins more
+// often (43% here; the rr allocator, whose order is not alternating
+// either, gives 39%). What PIM still owes there is an equal split between
+// the two inputs of the shared row: host 1's count among the packets of
+// hosts 1 and 2 is binomial(n, 1/2), within 4 standard deviations
+// (2·sqrt(n)) of n/2.
 func TestSingleSwitchFairShare(t *testing.T) {
+	random := map[string]bool{}
+	for _, a := range fabric.Allocators() {
+		random[a.Name] = a.Random
+	}
 	for _, v := range variants() {
 		tp, err := Line(1, 4)
 		if err != nil {
@@ -247,18 +266,32 @@ func TestSingleSwitchFairShare(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; i < 40; i++ {
+		name, _, _ := strings.Cut(v.cfg.Allocator, "(")
+		slots, tol := 30, 1
+		if random[name] {
+			slots, tol = 3000, 103
+		}
+		for i := 0; i < slots*4/3; i++ {
 			for src := 1; src <= 3; src++ {
 				n.EP.Send(src, 0, MaxPacket)
 			}
 		}
-		n.Eng.RunUntil(30 * v.cfg.SerializationTime(MaxPacket))
-		for src := 1; src <= 3; src++ {
-			if got := n.EP.PerSource[src]; got < 9 || got > 11 {
-				t.Errorf("%s: source %d had %d delivered, want 10±1 (all: %v)", v.name, src, got, n.EP.PerSource[1:])
+		n.Eng.RunUntil(des.Time(slots) * v.cfg.SerializationTime(MaxPacket))
+		got := n.EP.PerSource[1:4]
+		switch {
+		case random[name] && v.cfg.Switch == "hc":
+			pair := float64(got[0] + got[1])
+			if d := math.Abs(float64(got[0]) - pair/2); d > 2*math.Sqrt(pair) {
+				t.Errorf("%s: hosts 1 and 2 (one row) had %v delivered, want an equal split within %.0f", v.name, got[:2], 2*math.Sqrt(pair))
+			}
+		default:
+			for i, c := range got {
+				if c := int(c); c < slots/3-tol || c > slots/3+tol {
+					t.Errorf("%s: source %d had %d delivered, want %d±%d (all: %v)", v.name, i+1, c, slots/3, tol, got)
+				}
 			}
 		}
-		if err := n.Drain(10 * des.Millisecond); err != nil {
+		if err := n.Drain(100 * des.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 	}

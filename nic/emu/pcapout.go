@@ -202,6 +202,8 @@ func (a *arrivals) take(m *nic.Message) frameMeta {
 
 // newSession builds the model with ep between the fabric and the NICs.
 func newSession(sc simmodel.SimConfig, ep *arrivals) (*simmodel.Session, error) {
-	return simmodel.NewSessionVia(sc.Topology, sc.Routing, sc.Fabric, sc.NIC, 0, des.Never, des.Second,
+	fc := sc.Fabric
+	fc.Seed = sc.Run.Seed // randomised allocators draw from it
+	return simmodel.NewSessionVia(sc.Topology, sc.Routing, fc, sc.NIC, 0, des.Never, des.Second,
 		func(nw *nic.Network) fabric.Endpoint { ep.Network = nw; return ep })
 }

@@ -325,5 +325,7 @@ func newSession(cfg ReplaySimConfig, bin des.Time, ep *tapEndpoint) (*model.Sess
 	if ep != nil {
 		via = func(nw *nic.Network) fabric.Endpoint { ep.Network = nw; return ep }
 	}
-	return model.NewSessionVia(cfg.Topology, cfg.Routing, cfg.Fabric, cfg.NIC, 0, des.Never, bin, via)
+	fc := cfg.Fabric
+	fc.Seed = cfg.Run.Seed // randomised allocators draw from it
+	return model.NewSessionVia(cfg.Topology, cfg.Routing, fc, cfg.NIC, 0, des.Never, bin, via)
 }

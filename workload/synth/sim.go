@@ -92,7 +92,9 @@ func RunSim(cfg model.SimConfig, progress model.Progress) (*Summary, error) {
 	}
 	end := cfg.Run.Warmup + cfg.Run.Duration
 	cfg.NIC.Delivery.Mode, cfg.Routing.Mode = cfg.NIC.Delivery.Effective(cfg.Routing.Mode)
-	s, err := model.NewSession(cfg.Topology, cfg.Routing, cfg.Fabric, cfg.NIC, cfg.Run.Warmup, end, cfg.Run.Bin)
+	fc := cfg.Fabric
+	fc.Seed = cfg.Run.Seed // randomised allocators draw from it
+	s, err := model.NewSession(cfg.Topology, cfg.Routing, fc, cfg.NIC, cfg.Run.Warmup, end, cfg.Run.Bin)
 	if err != nil {
 		return nil, err
 	}
