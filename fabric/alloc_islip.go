@@ -86,21 +86,21 @@ func (a *islipAllocator) arbitrate(s *Switch) {
 			if ip.xbarBusy || ip.queued == 0 {
 				continue
 			}
-			nq := len(ip.queues)
-			for j := 0; j < nq; j++ {
-				qi := (ip.rrQ + j) % nq
-				q := &ip.queues[qi]
-				p := q.head
-				if p == nil {
-					continue
+			// The queues holding packets, in round-robin order from
+			// rrQ on (inqueues.go).
+			start := ip.rrQ
+			for run, from, to := 0, start, len(ip.queues); run < 2; run, from, to = run+1, 0, start {
+				for qi := ip.nextQueue(from, to); qi >= 0; qi = ip.nextQueue(qi+1, to) {
+					q := &ip.queues[qi]
+					p := q.head
+					cands := f.headCandidates(s, pi, q, p)
+					f.room.blocks, f.room.in = p.blocks, ii
+					c := route.Select(cands, &f.room)
+					if c < 0 || a.requested(int32(pi), cands[c].Port) {
+						continue
+					}
+					a.reqs = append(a.reqs, islipRequest{in: int32(pi), q: int32(qi), c: cands[c]})
 				}
-				cands := f.headCandidates(s, pi, q, p)
-				f.room.blocks, f.room.in = p.blocks, ii
-				c := route.Select(cands, &f.room)
-				if c < 0 || a.requested(int32(pi), cands[c].Port) {
-					continue
-				}
-				a.reqs = append(a.reqs, islipRequest{in: int32(pi), q: int32(qi), c: cands[c]})
 			}
 		}
 		if len(a.reqs) == 0 {

@@ -110,7 +110,10 @@ func (a *rrAllocator) pass(s *Switch) {
 }
 
 // tryInput grants the crossbar to one head packet of input port pi,
-// queues in round-robin order, and reports whether it did.
+// queues in round-robin order, and reports whether it did. It visits only
+// the queues holding packets (inPort.nonEmpty), in the order a scan of
+// every queue from ip.rrQ on would reach them: first those from rrQ to
+// the last, then those before rrQ.
 func (a *rrAllocator) tryInput(s *Switch, pi int) bool {
 	f := a.f
 	ii := s.in[pi]
@@ -122,15 +125,17 @@ func (a *rrAllocator) tryInput(s *Switch, pi int) bool {
 		return false
 	}
 	nq := len(ip.queues)
-	v := ip.rrQ
-	for j := 0; j < nq; j++ {
-		q := &ip.queues[v]
-		if v < a.lo || v >= a.hi {
-			goto next // not in this pass
-		}
-		if p := q.head; p != nil {
+	start := ip.rrQ
+	// The two runs of the round robin, each cut to this pass's queues.
+	from, to := max(start, a.lo), min(nq, a.hi)
+	for run := 0; run < 2; run++ {
+		// The set is read afresh at every step, as the scan it replaces
+		// read every queue's head when it reached it.
+		for v := ip.nextQueue(from, to); v >= 0; v = ip.nextQueue(v+1, to) {
+			q := &ip.queues[v]
+			p := q.head
 			if q.candsFor == p && q.blockedAt == f.candEpochs(s, q.cands) {
-				goto next // none of its outputs has freed room since
+				continue // none of its outputs has freed room since
 			}
 			cands := f.headCandidates(s, pi, q, p)
 			f.room.sw, f.room.blocks, f.room.in = s, p.blocks, ii
@@ -143,10 +148,7 @@ func (a *rrAllocator) tryInput(s *Switch, pi int) bool {
 			}
 			q.blockedAt = f.candEpochs(s, cands)
 		}
-	next:
-		if v++; v == nq {
-			v = 0
-		}
+		from, to = a.lo, min(start, a.hi)
 	}
 	return false
 }

@@ -437,12 +437,11 @@ func (a *recnIQArch) move(ii int32, v, k int) {
 	f := a.f
 	ip := &f.in[ii]
 	src := &ip.queues[v]
-	p := src.pop()
+	p := ip.popQ(v)
 	if src.candsFor == p {
 		src.candsFor = nil
 	}
-	dst := &ip.queues[a.saqBase+k]
-	dst.push(p)
+	dst := ip.pushQ(a.saqBase+k, p)
 	a.stats.Moves++
 	a.entered(ii, k, p, dst.n)
 	a.note("move", ii, k, dst.n)

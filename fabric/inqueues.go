@@ -1,0 +1,77 @@
+package fabric
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// The queues of an input port that hold packets are also kept as a bit
+// set (inPort.nonEmpty, bit v for queue v), so that the allocators visit
+// only them: an architecture with many queues per input (voqnet's queue
+// per destination, pciq-K's queue per read port and lane, RECN-IQ's SAQs)
+// keeps most of them empty, and a scan of every queue of an input costs
+// in proportion to the queues rather than to the heads that request. The
+// visiting order is the one of the scan it replaces: queues in round-robin
+// order from a pointer on, so every arbitration decision is unchanged.
+
+// newInQueues returns the queues of a switch input port and their bit set.
+func newInQueues(n int) ([]queue, []uint64) {
+	return make([]queue, n), make([]uint64, (n+63)/64)
+}
+
+// pushQ appends p to queue v of ip; every packet joining a switch input
+// queue goes through it (or moveQ), so that the bit set stays exact.
+func (ip *inPort) pushQ(v int, p *Packet) *queue {
+	q := &ip.queues[v]
+	q.push(p)
+	ip.nonEmpty[v>>6] |= 1 << uint(v&63)
+	return q
+}
+
+// popQ removes the head packet of queue v of ip.
+func (ip *inPort) popQ(v int) *Packet {
+	q := &ip.queues[v]
+	p := q.pop()
+	if q.head == nil {
+		ip.nonEmpty[v>>6] &^= 1 << uint(v&63)
+	}
+	return p
+}
+
+// nextQueue returns the first queue of ip in [from, to) that holds a
+// packet, or -1.
+func (ip *inPort) nextQueue(from, to int) int {
+	if from >= to {
+		return -1
+	}
+	w := from >> 6
+	m := ip.nonEmpty[w] &^ (1<<uint(from&63) - 1)
+	for {
+		if m != 0 {
+			if v := w<<6 + bits.TrailingZeros64(m); v < to {
+				return v
+			}
+			return -1
+		}
+		if w++; w<<6 >= to {
+			return -1
+		}
+		m = ip.nonEmpty[w]
+	}
+}
+
+// CheckQueueIndex verifies, for tests, that every switch input's bit set
+// of non-empty queues names exactly the queues holding packets, and
+// returns what differs, or nil.
+func (f *Fabric) CheckQueueIndex() error {
+	for ii := range f.in {
+		ip := &f.in[ii]
+		for v := range ip.queues {
+			has := ip.nonEmpty[v>>6]&(1<<uint(v&63)) != 0
+			if held := ip.queues[v].head != nil; has != held {
+				return fmt.Errorf("in-port %d (switch %d port %d) queue %d: holds packets %v, marked non-empty %v", ii, ip.sw, ip.port, v, held, has)
+			}
+		}
+	}
+	return nil
+}
