@@ -31,6 +31,8 @@ type hrrAllocator struct {
 	rows int
 	reqs []hrrRequest
 	want []bool // scratch: inputs requesting one output
+	// order: an input's non-empty queues in round-robin order (scratch)
+	order []int32
 }
 
 type hrrRequest struct {
@@ -81,30 +83,27 @@ func (a *hrrAllocator) arbitrate(s *Switch) {
 		var used uint64 // read ports this input has requested through
 		// The queues holding packets, in round-robin order from the
 		// first-level pointer on (inqueues.go).
-		start := int(a.qPtr[ii])
-	queues:
-		for run, from, to := 0, start, len(ip.queues); run < 2; run, from, to = run+1, 0, start {
-			for qi := ip.nextQueue(from, to); qi >= 0; qi = ip.nextQueue(qi+1, to) {
-				q := &ip.queues[qi]
-				p := q.head
-				cands := f.headCandidates(s, pi, q, p)
-				f.room.blocks, f.room.in = p.blocks, ii
-				c := route.Select(cands, &f.room)
-				if c < 0 {
-					continue
-				}
-				port := 0
-				if multi {
-					port = rp.readPort(s, int(cands[c].Port))
-				}
-				if used&(1<<uint(port)) != 0 {
-					continue
-				}
-				used |= 1 << uint(port)
-				a.reqs = append(a.reqs, hrrRequest{in: int32(pi), q: int32(qi), c: cands[c]})
-				if !multi {
-					break queues
-				}
+		a.order = ip.roundRobin(a.order[:0], int(a.qPtr[ii]))
+		for _, qi := range a.order {
+			q := &ip.queues[qi]
+			p := q.head
+			cands := f.headCandidates(s, pi, q, p)
+			f.room.blocks, f.room.in = p.blocks, ii
+			c := route.Select(cands, &f.room)
+			if c < 0 {
+				continue
+			}
+			port := 0
+			if multi {
+				port = rp.readPort(s, int(cands[c].Port))
+			}
+			if used&(1<<uint(port)) != 0 {
+				continue
+			}
+			used |= 1 << uint(port)
+			a.reqs = append(a.reqs, hrrRequest{in: int32(pi), q: qi, c: cands[c]})
+			if !multi {
+				break
 			}
 		}
 	}

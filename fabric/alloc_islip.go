@@ -35,6 +35,7 @@ type islipAllocator struct {
 	reqs    []islipRequest
 	grants  []int32 // per local input: request index of the accepted-to-be grant, -1 none
 	matches []islipRequest
+	order   []int32 // an input's non-empty queues in round-robin order
 }
 
 type islipRequest struct {
@@ -88,19 +89,17 @@ func (a *islipAllocator) arbitrate(s *Switch) {
 			}
 			// The queues holding packets, in round-robin order from
 			// rrQ on (inqueues.go).
-			start := ip.rrQ
-			for run, from, to := 0, start, len(ip.queues); run < 2; run, from, to = run+1, 0, start {
-				for qi := ip.nextQueue(from, to); qi >= 0; qi = ip.nextQueue(qi+1, to) {
-					q := &ip.queues[qi]
-					p := q.head
-					cands := f.headCandidates(s, pi, q, p)
-					f.room.blocks, f.room.in = p.blocks, ii
-					c := route.Select(cands, &f.room)
-					if c < 0 || a.requested(int32(pi), cands[c].Port) {
-						continue
-					}
-					a.reqs = append(a.reqs, islipRequest{in: int32(pi), q: int32(qi), c: cands[c]})
+			a.order = ip.roundRobin(a.order[:0], ip.rrQ)
+			for _, qi := range a.order {
+				q := &ip.queues[qi]
+				p := q.head
+				cands := f.headCandidates(s, pi, q, p)
+				f.room.blocks, f.room.in = p.blocks, ii
+				c := route.Select(cands, &f.room)
+				if c < 0 || a.requested(int32(pi), cands[c].Port) {
+					continue
 				}
+				a.reqs = append(a.reqs, islipRequest{in: int32(pi), q: qi, c: cands[c]})
 			}
 		}
 		if len(a.reqs) == 0 {

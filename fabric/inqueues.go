@@ -38,26 +38,35 @@ func (ip *inPort) popQ(v int) *Packet {
 	return p
 }
 
-// nextQueue returns the first queue of ip in [from, to) that holds a
-// packet, or -1.
-func (ip *inPort) nextQueue(from, to int) int {
-	if from >= to {
-		return -1
-	}
-	w := from >> 6
-	m := ip.nonEmpty[w] &^ (1<<uint(from&63) - 1)
-	for {
-		if m != 0 {
-			if v := w<<6 + bits.TrailingZeros64(m); v < to {
-				return v
-			}
-			return -1
+// roundRobin appends to dst the queues of ip holding packets in
+// round-robin order from queue start on (start, start+1, ..., the last,
+// 0, ..., start-1) and returns it. With up to 64 queues the bit set is one
+// word, rotated so that start's bit comes first.
+func (ip *inPort) roundRobin(dst []int32, start int) []int32 {
+	nw := len(ip.nonEmpty)
+	if nw == 1 {
+		for m := bits.RotateLeft64(ip.nonEmpty[0], -start); m != 0; m &= m - 1 {
+			dst = append(dst, int32((bits.TrailingZeros64(m)+start)&63))
 		}
-		if w++; w<<6 >= to {
-			return -1
-		}
-		m = ip.nonEmpty[w]
+		return dst
 	}
+	w0, below := start>>6, uint64(1)<<uint(start&63)-1
+	for k := 0; k <= nw; k++ {
+		w := w0 + k
+		if w >= nw {
+			w -= nw
+		}
+		m := ip.nonEmpty[w]
+		if k == 0 {
+			m &^= below
+		} else if k == nw {
+			m &= below
+		}
+		for ; m != 0; m &= m - 1 {
+			dst = append(dst, int32(w<<6+bits.TrailingZeros64(m)))
+		}
+	}
+	return dst
 }
 
 // CheckQueueIndex verifies, for tests, that every switch input's bit set
