@@ -31,8 +31,6 @@ type hrrAllocator struct {
 	rows int
 	reqs []hrrRequest
 	want []bool // scratch: inputs requesting one output
-	// order: an input's non-empty queues in round-robin order (scratch)
-	order []int32
 }
 
 type hrrRequest struct {
@@ -83,8 +81,12 @@ func (a *hrrAllocator) arbitrate(s *Switch) {
 		var used uint64 // read ports this input has requested through
 		// The queues holding packets, in round-robin order from the
 		// first-level pointer on (inqueues.go).
-		a.order = ip.roundRobin(a.order[:0], int(a.qPtr[ii]))
-		for _, qi := range a.order {
+		order := ip.queuesFrom(int(a.qPtr[ii]))
+		for {
+			qi, ok := order.next()
+			if !ok {
+				break
+			}
 			q := &ip.queues[qi]
 			p := q.head
 			cands := f.headCandidates(s, pi, q, p)
@@ -101,7 +103,7 @@ func (a *hrrAllocator) arbitrate(s *Switch) {
 				continue
 			}
 			used |= 1 << uint(port)
-			a.reqs = append(a.reqs, hrrRequest{in: int32(pi), q: qi, c: cands[c]})
+			a.reqs = append(a.reqs, hrrRequest{in: int32(pi), q: int32(qi), c: cands[c]})
 			if !multi {
 				break
 			}

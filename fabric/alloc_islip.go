@@ -35,7 +35,6 @@ type islipAllocator struct {
 	reqs    []islipRequest
 	grants  []int32 // per local input: request index of the accepted-to-be grant, -1 none
 	matches []islipRequest
-	order   []int32 // an input's non-empty queues in round-robin order
 }
 
 type islipRequest struct {
@@ -89,8 +88,12 @@ func (a *islipAllocator) arbitrate(s *Switch) {
 			}
 			// The queues holding packets, in round-robin order from
 			// rrQ on (inqueues.go).
-			a.order = ip.roundRobin(a.order[:0], ip.rrQ)
-			for _, qi := range a.order {
+			order := ip.queuesFrom(ip.rrQ)
+			for {
+				qi, ok := order.next()
+				if !ok {
+					break
+				}
 				q := &ip.queues[qi]
 				p := q.head
 				cands := f.headCandidates(s, pi, q, p)
@@ -99,7 +102,7 @@ func (a *islipAllocator) arbitrate(s *Switch) {
 				if c < 0 || a.requested(int32(pi), cands[c].Port) {
 					continue
 				}
-				a.reqs = append(a.reqs, islipRequest{in: int32(pi), q: qi, c: cands[c]})
+				a.reqs = append(a.reqs, islipRequest{in: int32(pi), q: int32(qi), c: cands[c]})
 			}
 		}
 		if len(a.reqs) == 0 {
