@@ -79,38 +79,40 @@ func BenchmarkAllocatorBlocked(b *testing.B) {
 	}{{"cioq", "uniform", 64}, {"voqnet", "uniform", 64}, {"voqnet", "hot4", 4}, {"pciq-2+recn-iq", "uniform", 64}} {
 		arch := tc.arch
 		for _, alloc := range []string{"rr", "islip", "hrr"} {
-			f := blockedSwitch(b, arch, alloc, tc.dests)
-			s := &f.sw[0]
-			var heads, inputs int
-			for _, ii := range s.in {
-				for v := range f.in[ii].queues {
-					if f.in[ii].queues[v].head != nil {
-						heads++
-					}
-				}
-				inputs++
-			}
-			for _, mode := range []string{"retry", "cached"} {
-				if mode == "cached" && alloc != "rr" {
-					continue // only rr keeps blocked marks
-				}
-				b.Run(arch+"/"+tc.traffic+"/"+alloc+"/"+mode, func(b *testing.B) {
-					grants := f.Stats.Grants
-					for b.Loop() {
-						if mode == "retry" {
-							for _, oi := range s.out {
-								f.out[oi].epoch++
-							}
+			b.Run(arch+"/"+tc.traffic+"/"+alloc, func(b *testing.B) {
+				f := blockedSwitch(b, arch, alloc, tc.dests)
+				s := &f.sw[0]
+				var heads, inputs int
+				for _, ii := range s.in {
+					for v := range f.in[ii].queues {
+						if f.in[ii].queues[v].head != nil {
+							heads++
 						}
-						f.alloc.arbitrate(s)
 					}
-					if f.Stats.Grants != grants {
-						b.Fatalf("%d grants at a switch whose heads cannot move", f.Stats.Grants-grants)
+					inputs++
+				}
+				for _, mode := range []string{"retry", "cached"} {
+					if mode == "cached" && alloc != "rr" {
+						continue // only rr keeps blocked marks
 					}
-					b.ReportMetric(float64(heads)/float64(inputs), "heads/input")
-					b.ReportMetric(float64(len(f.in[s.in[0]].queues)), "queues/input")
-				})
-			}
+					b.Run(mode, func(b *testing.B) {
+						grants := f.Stats.Grants
+						for b.Loop() {
+							if mode == "retry" {
+								for _, oi := range s.out {
+									f.out[oi].epoch++
+								}
+							}
+							f.alloc.arbitrate(s)
+						}
+						if f.Stats.Grants != grants {
+							b.Fatalf("%d grants at a switch whose heads cannot move", f.Stats.Grants-grants)
+						}
+						b.ReportMetric(float64(heads)/float64(inputs), "heads/input")
+						b.ReportMetric(float64(len(f.in[s.in[0]].queues)), "queues/input")
+					})
+				}
+			})
 		}
 	}
 }
