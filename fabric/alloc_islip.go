@@ -1,6 +1,10 @@
 package fabric
 
-import "github.com/fabemu/fabemu/fabric/route"
+import (
+	"math/bits"
+
+	"github.com/fabemu/fabemu/fabric/route"
+)
 
 // islipAllocator is iSLIP (McKeown, "The iSLIP scheduling algorithm for
 // input-queued switches", IEEE/ACM ToN 7(2), 1999) at packet granularity,
@@ -35,6 +39,7 @@ type islipAllocator struct {
 	reqs    []islipRequest
 	grants  []int32 // per local input: request index of the accepted-to-be grant, -1 none
 	matches []islipRequest
+	order   []int32 // scratch: an input's non-empty queues, past 64 queues
 }
 
 type islipRequest struct {
@@ -87,12 +92,18 @@ func (a *islipAllocator) arbitrate(s *Switch) {
 				continue
 			}
 			// The queues holding packets, in round-robin order from
-			// rrQ on (inqueues.go).
-			order := ip.queuesFrom(ip.rrQ)
-			for {
-				qi, ok := order.next()
-				if !ok {
-					break
+			// rrQ on (inqueues.go): the bits of m, or the list.
+			start := ip.rrQ
+			m, list := ip.rotatedSet(start, a.order[:0])
+			a.order = list
+			for i := 0; m != 0 || i < len(list); {
+				var qi int
+				if m != 0 {
+					qi = (bits.TrailingZeros64(m) + start) & 63
+					m &= m - 1
+				} else {
+					qi = int(list[i])
+					i++
 				}
 				q := &ip.queues[qi]
 				p := q.head

@@ -38,63 +38,42 @@ func (ip *inPort) popQ(v int) *Packet {
 	return p
 }
 
-// queueOrder yields the queues of an input holding packets in
-// round-robin order from a start queue on (start, start+1, ..., the last,
-// 0, ..., start-1), as a scan of every queue would meet them.
-type queueOrder struct {
-	// m holds the bits of the current word still to visit, from bit 0 up;
-	// queue base + (bit + rot) mod 64. With up to 64 queues the one word
-	// is rotated so that the start queue's bit comes first, and its bits
-	// in increasing order are then the queues in round-robin order.
-	m    uint64
-	rot  int
-	base int
-	// With more queues, the words from the start queue's on, round to it
-	// again: the first of them from start's bit on, its second visit
-	// below start's bit. k counts the words visited; wide is nil with one.
-	wide  []uint64
-	k, w0 int
-	below uint64
-}
-
-// queuesFrom returns the non-empty queues of ip in round-robin order from
-// queue start on.
-func (ip *inPort) queuesFrom(start int) queueOrder {
+// rotatedSet returns, for an input of up to 64 queues, its set of
+// non-empty queues rotated so that queue start's bit comes first: the bits
+// in increasing order are then the queues in round-robin order from start
+// on (start, start+1, ..., the last, 0, ..., start-1), queue (bit + start)
+// mod 64. For an input of more queues it returns 0 and appends that order
+// to list instead (appendWide).
+func (ip *inPort) rotatedSet(start int, list []int32) (uint64, []int32) {
 	if len(ip.nonEmpty) == 1 {
-		return queueOrder{m: bits.RotateLeft64(ip.nonEmpty[0], -start), rot: start}
+		return bits.RotateLeft64(ip.nonEmpty[0], -start), list
 	}
-	w0, below := start>>6, uint64(1)<<uint(start&63)-1
-	return queueOrder{m: ip.nonEmpty[w0] &^ below, base: w0 << 6, wide: ip.nonEmpty, w0: w0, below: below}
+	return 0, ip.appendWide(list, start)
 }
 
-// next returns the next queue, or false after the last.
-func (o *queueOrder) next() (int, bool) {
-	for o.m == 0 {
-		if o.wide == nil || !o.nextWord() {
-			return 0, false
+// appendWide appends to list the queues of ip holding packets in
+// round-robin order from queue start on: the words from start's on, round
+// to it again, the first of them from start's bit on, its second visit
+// below start's bit.
+func (ip *inPort) appendWide(list []int32, start int) []int32 {
+	nw := len(ip.nonEmpty)
+	w0, below := start>>6, uint64(1)<<uint(start&63)-1
+	for k := 0; k <= nw; k++ {
+		w := w0 + k
+		if w >= nw {
+			w -= nw
+		}
+		m := ip.nonEmpty[w]
+		if k == 0 {
+			m &^= below
+		} else if k == nw {
+			m &= below
+		}
+		for ; m != 0; m &= m - 1 {
+			list = append(list, int32(w<<6+bits.TrailingZeros64(m)))
 		}
 	}
-	v := o.base + (bits.TrailingZeros64(o.m)+o.rot)&63
-	o.m &= o.m - 1
-	return v, true
-}
-
-// nextWord moves to the next word of a set of more than 64 queues, and
-// reports false after the last.
-func (o *queueOrder) nextWord() bool {
-	nw := len(o.wide)
-	if o.k++; o.k > nw {
-		return false
-	}
-	w := o.w0 + o.k
-	if w >= nw {
-		w -= nw
-	}
-	o.m, o.base = o.wide[w], w<<6
-	if o.k == nw {
-		o.m &= o.below
-	}
-	return true
+	return list
 }
 
 // CheckQueueIndex verifies, for tests, that every switch input's bit set

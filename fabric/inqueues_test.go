@@ -1,13 +1,14 @@
 package fabric
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
 )
 
 // TestQueueSetOrder: the bit set of non-empty queues follows pushes and
-// pops, and queuesFrom and wordRange visit exactly the queues, in the
+// pops, and rotatedSet and wordRange visit exactly the queues, in the
 // order, that a scan of every queue from a start position would (one word
 // and several, every start).
 func TestQueueSetOrder(t *testing.T) {
@@ -34,13 +35,9 @@ func TestQueueSetOrder(t *testing.T) {
 						want = append(want, int32(v))
 					}
 				}
-				var got []int32
-				for o := ip.queuesFrom(start); ; {
-					v, ok := o.next()
-					if !ok {
-						break
-					}
-					got = append(got, int32(v))
+				m, got := ip.rotatedSet(start, nil)
+				for ; m != 0; m &= m - 1 {
+					got = append(got, int32((bits.TrailingZeros64(m)+start)&63))
 				}
 				if !slices.Equal(got, want) {
 					t.Fatalf("%d queues from %d: %v, want %v", n, start, got, want)
