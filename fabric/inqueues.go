@@ -19,8 +19,9 @@ func newInQueues(n int) ([]queue, []uint64) {
 	return make([]queue, n), make([]uint64, (n+63)/64)
 }
 
-// pushQ appends p to queue v of ip; every packet joining a switch input
-// queue goes through it (or moveQ), so that the bit set stays exact.
+// pushQ appends p to queue v of ip. Every packet joining a switch input
+// queue goes through pushQ and every one leaving through popQ, so that the
+// bit set stays exact (Fabric.CheckQueueIndex).
 func (ip *inPort) pushQ(v int, p *Packet) *queue {
 	q := &ip.queues[v]
 	q.push(p)
