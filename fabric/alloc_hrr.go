@@ -1,6 +1,10 @@
 package fabric
 
-import "github.com/fabemu/fabemu/fabric/route"
+import (
+	"math/bits"
+
+	"github.com/fabemu/fabemu/fabric/route"
+)
 
 // hrrAllocator is the packet-based hierarchical round-robin arbiter of
 // paper 003 §2.2.4 (Fig. 2.4) and §2.10, run whenever something at the
@@ -31,6 +35,8 @@ type hrrAllocator struct {
 	rows int
 	reqs []hrrRequest
 	want []bool // scratch: inputs requesting one output
+	// order is scratch: an input's non-empty queues, past 64 queues.
+	order []int32
 }
 
 type hrrRequest struct {
@@ -79,14 +85,22 @@ func (a *hrrAllocator) arbitrate(s *Switch) {
 			continue
 		}
 		var used uint64 // read ports this input has requested through
-		nq := len(ip.queues)
-		for j := 0; j < nq; j++ {
-			qi := (int(a.qPtr[ii]) + j) % nq
+		// The queues holding packets, in round-robin order from
+		// the first-level pointer on (inqueues.go): the bits of m, or the list.
+		start := int(a.qPtr[ii])
+		m, list := ip.rotatedSet(start, a.order[:0])
+		a.order = list
+		for i := 0; m != 0 || i < len(list); {
+			var qi int
+			if m != 0 {
+				qi = (bits.TrailingZeros64(m) + start) & 63
+				m &= m - 1
+			} else {
+				qi = int(list[i])
+				i++
+			}
 			q := &ip.queues[qi]
 			p := q.head
-			if p == nil {
-				continue
-			}
 			cands := f.headCandidates(s, pi, q, p)
 			f.room.blocks, f.room.in = p.blocks, ii
 			c := route.Select(cands, &f.room)

@@ -1,6 +1,10 @@
 package fabric
 
-import "github.com/fabemu/fabemu/fabric/route"
+import (
+	"math/bits"
+
+	"github.com/fabemu/fabemu/fabric/route"
+)
 
 // islipAllocator is iSLIP (McKeown, "The iSLIP scheduling algorithm for
 // input-queued switches", IEEE/ACM ToN 7(2), 1999) at packet granularity,
@@ -35,6 +39,7 @@ type islipAllocator struct {
 	reqs    []islipRequest
 	grants  []int32 // per local input: request index of the accepted-to-be grant, -1 none
 	matches []islipRequest
+	order   []int32 // scratch: an input's non-empty queues, past 64 queues
 }
 
 type islipRequest struct {
@@ -86,14 +91,22 @@ func (a *islipAllocator) arbitrate(s *Switch) {
 			if ip.xbarBusy || ip.queued == 0 {
 				continue
 			}
-			nq := len(ip.queues)
-			for j := 0; j < nq; j++ {
-				qi := (ip.rrQ + j) % nq
+			// The queues holding packets, in round-robin order from
+			// rrQ on (inqueues.go): the bits of m, or the list.
+			start := ip.rrQ
+			m, list := ip.rotatedSet(start, a.order[:0])
+			a.order = list
+			for i := 0; m != 0 || i < len(list); {
+				var qi int
+				if m != 0 {
+					qi = (bits.TrailingZeros64(m) + start) & 63
+					m &= m - 1
+				} else {
+					qi = int(list[i])
+					i++
+				}
 				q := &ip.queues[qi]
 				p := q.head
-				if p == nil {
-					continue
-				}
 				cands := f.headCandidates(s, pi, q, p)
 				f.room.blocks, f.room.in = p.blocks, ii
 				c := route.Select(cands, &f.room)

@@ -110,43 +110,107 @@ func (a *rrAllocator) pass(s *Switch) {
 }
 
 // tryInput grants the crossbar to one head packet of input port pi,
-// queues in round-robin order, and reports whether it did.
+// queues in round-robin order, and reports whether it did. It visits only
+// the queues holding packets (inPort.nonEmpty), in the order a scan of
+// every queue from ip.rrQ on would reach them. With up to 64 queues the
+// bit set is one word, rotated so that rrQ's bit comes first: its bits
+// in increasing order are then the queues in round-robin order. Each word
+// is read once: trying a head changes no queue's contents, and a grant
+// ends the scan.
 func (a *rrAllocator) tryInput(s *Switch, pi int) bool {
-	f := a.f
 	ii := s.in[pi]
 	if ii < 0 {
 		return false
 	}
-	ip := &f.in[ii]
+	ip := &a.f.in[ii]
 	if ip.xbarBusy || ip.queued == 0 {
 		return false
 	}
-	nq := len(ip.queues)
-	v := ip.rrQ
-	for j := 0; j < nq; j++ {
-		q := &ip.queues[v]
-		if v < a.lo || v >= a.hi {
-			goto next // not in this pass
-		}
-		if p := q.head; p != nil {
-			if q.candsFor == p && q.blockedAt == f.candEpochs(s, q.cands) {
-				goto next // none of its outputs has freed room since
-			}
-			cands := f.headCandidates(s, pi, q, p)
-			f.room.sw, f.room.blocks, f.room.in = s, p.blocks, ii
-			if c := route.Select(cands, &f.room); c >= 0 {
-				f.grant(s, ii, v, cands[c])
-				if ip.rrQ = v + 1; ip.rrQ == nq {
-					ip.rrQ = 0
-				}
-				return true
-			}
-			q.blockedAt = f.candEpochs(s, cands)
-		}
-	next:
-		if v++; v == nq {
-			v = 0
+	if len(ip.nonEmpty) != 1 {
+		return a.tryWide(s, pi, ip)
+	}
+	m := ip.nonEmpty[0]
+	if a.pref != 0 {
+		m &= wordRange(0, a.lo, a.hi) // this pass's queues
+	}
+	start := ip.rrQ
+	for m = bits.RotateLeft64(m, -start); m != 0; m &= m - 1 {
+		if a.tryHead(s, pi, ip, (bits.TrailingZeros64(m)+start)&63) {
+			return true
 		}
 	}
 	return false
+}
+
+// tryWide is tryInput for an input with more than 64 queues: the words of
+// its bit set from rrQ's on, round to it again, the first of them from
+// rrQ's bit on, its second visit below rrQ's bit.
+func (a *rrAllocator) tryWide(s *Switch, pi int, ip *inPort) bool {
+	start, nw := ip.rrQ, len(ip.nonEmpty)
+	w0, below := start>>6, uint64(1)<<uint(start&63)-1
+	for k := 0; k <= nw; k++ {
+		w := w0 + k
+		if w >= nw {
+			w -= nw
+		}
+		m := ip.nonEmpty[w]
+		if k == 0 {
+			m &^= below
+		} else if k == nw {
+			m &= below
+		}
+		if a.pref != 0 {
+			m &= wordRange(w, a.lo, a.hi)
+		}
+		for ; m != 0; m &= m - 1 {
+			if a.tryHead(s, pi, ip, w<<6+bits.TrailingZeros64(m)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tryHead grants the head packet of queue v of input ip (port pi of s) an
+// output that can take it, if one can, and moves the round-robin position
+// past v.
+func (a *rrAllocator) tryHead(s *Switch, pi int, ip *inPort, v int) bool {
+	f := a.f
+	q := &ip.queues[v]
+	p := q.head
+	if q.candsFor == p && q.blockedAt == f.candEpochs(s, q.cands) {
+		return false // none of its outputs has freed room since
+	}
+	ii := s.in[pi]
+	cands := f.headCandidates(s, pi, q, p)
+	f.room.sw, f.room.blocks, f.room.in = s, p.blocks, ii
+	if c := route.Select(cands, &f.room); c >= 0 {
+		f.grant(s, ii, v, cands[c])
+		if ip.rrQ = v + 1; ip.rrQ == len(ip.queues) {
+			ip.rrQ = 0
+		}
+		return true
+	}
+	q.blockedAt = f.candEpochs(s, cands)
+	return false
+}
+
+// wordRange returns the bits of word w of a queue bit set that stand for
+// queues lo to hi-1.
+func wordRange(w, lo, hi int) uint64 {
+	base := w << 6
+	m := ^uint64(0)
+	if lo > base {
+		m = 0
+		if lo < base+64 {
+			m = ^uint64(0) << uint(lo-base)
+		}
+	}
+	if hi < base+64 {
+		if hi <= base {
+			return 0
+		}
+		m &= 1<<uint(hi-base) - 1
+	}
+	return m
 }

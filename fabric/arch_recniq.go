@@ -455,7 +455,7 @@ func (a *recnIQArch) move(ii int32, v, k int) {
 	f := a.f
 	ip := &f.in[ii]
 	src := &ip.queues[v]
-	p := src.pop()
+	p := ip.popQ(v)
 	if src.candsFor == p {
 		src.candsFor = nil
 	}
@@ -463,8 +463,7 @@ func (a *recnIQArch) move(ii int32, v, k int) {
 	if v < a.saqBase {
 		a.redetect(ii) // the cold queue has a new head
 	}
-	dst := &ip.queues[a.saqBase+k]
-	dst.push(p)
+	dst := ip.pushQ(a.saqBase+k, p)
 	a.stats.Moves++
 	a.entered(ii, k, p, dst.n)
 	a.note("move", ii, k, dst.n)

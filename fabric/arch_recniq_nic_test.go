@@ -234,7 +234,7 @@ func TestRECNIQPerCycleDetection(t *testing.T) {
 			p.blocks = 1
 			ip := &f.in[ii]
 			qi := a.enqueue(ip, p)
-			ip.queues[qi].push(p)
+			ip.pushQ(qi, p)
 			ip.queued++
 		}
 		if a.stats.ExhaustedInput != 1 || a.stats.Detections != 0 {

@@ -133,7 +133,7 @@ func TestRECNIQNICSideOnDatapaths(t *testing.T) {
 					p.blocks = 1
 					ip := &f.in[ii]
 					qi := a.enqueue(ip, p)
-					ip.queues[qi].push(p)
+					ip.pushQ(qi, p)
 					ip.queued++
 				}
 				if other < 0 || a.stats.ExhaustedInput != 1 || a.stats.Detections != 0 {

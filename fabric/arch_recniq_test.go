@@ -367,7 +367,7 @@ func TestRECNIQArrivalFollowsItsFlow(t *testing.T) {
 		if qi != f.nVL+long {
 			t.Fatalf("packet %d joined queue %d, want the long SAQ (%d; short %d)", i, qi, f.nVL+long, f.nVL+short)
 		}
-		ip.queues[qi].push(p)
+		ip.pushQ(qi, p)
 		ip.queued++
 	}
 	if bad := a.check(); bad != nil {

@@ -152,6 +152,8 @@ type inPort struct {
 	xbarTo          int32 // out-port the crossbar transfer goes to
 	rrQ             int   // round-robin position among the queues
 	queued          int   // packets stored
+	// nonEmpty has bit v set while queues[v] holds a packet (inqueues.go).
+	nonEmpty []uint64
 }
 
 // outPort is the sending end of a channel.
@@ -411,7 +413,8 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 				continue
 			}
 			f.sw[s].in[p] = int32(len(f.in))
-			f.in = append(f.in, inPort{sw: int32(s), host: -1, port: int32(p), lanes: newLanes(inCaps), queues: make([]queue, nQueues)})
+			qs, ne := newInQueues(nQueues)
+			f.in = append(f.in, inPort{sw: int32(s), host: -1, port: int32(p), lanes: newLanes(inCaps), queues: qs, nonEmpty: ne})
 			f.sw[s].out[p] = int32(len(f.out))
 			op := outPort{sw: int32(s), host: -1, port: int32(p)}
 			if info.outputBuffered {
@@ -570,8 +573,7 @@ func (f *Fabric) arrive(i int32, p *Packet) {
 		f.receive(i, p)
 		return
 	}
-	q := &ip.queues[f.arch.enqueue(ip, p)]
-	q.push(p)
+	q := ip.pushQ(f.arch.enqueue(ip, p), p)
 	ip.queued++
 	f.markReady(ip)
 	// After every allocation each head that could move has moved, so an
@@ -665,8 +667,8 @@ func (f *Fabric) candEpochs(s *Switch, cands []route.Candidate) uint64 {
 // output (arch.forward).
 func (f *Fabric) grant(s *Switch, ii int32, qi int, c route.Candidate) {
 	ip := &f.in[ii]
+	p := ip.popQ(qi)
 	q := &ip.queues[qi]
-	p := q.pop()
 	q.candsFor = nil // packets are pooled: a later one may reuse this pointer
 	ip.queued--
 	ip.xbarBusy = true

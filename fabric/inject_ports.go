@@ -57,7 +57,8 @@ func (f *Fabric) addInjectionPorts(n int, shared bool, nQueues int, outCaps []in
 		for q := 1; q < n; q++ {
 			p := int32(len(s.in))
 			si := int32(len(f.in))
-			f.in = append(f.in, inPort{sw: int32(swID), host: -1, port: p, lanes: newLanes(inCaps), queues: make([]queue, nQueues)})
+			qs, ne := newInQueues(nQueues)
+			f.in = append(f.in, inPort{sw: int32(swID), host: -1, port: p, lanes: newLanes(inCaps), queues: qs, nonEmpty: ne})
 			so := int32(len(f.out))
 			op := outPort{sw: int32(swID), host: -1, port: p}
 			if outCaps != nil {

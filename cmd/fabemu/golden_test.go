@@ -66,6 +66,11 @@ var goldenRuns = []struct {
 	{"sim-min64-4q-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=4q", "--duration", "15us", "--warmup", "2us"}},
 	{"sim-min64-voqsw-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=voqsw", "--duration", "15us", "--warmup", "2us"}},
 	{"sim-min64-voqnet-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=voqnet", "--duration", "15us", "--warmup", "2us"}},
+	// VOQnet past saturation with 128 queues per input (64 destinations x 2 lanes): the
+	// allocators' walk of an input's non-empty queues over several words, rr, hrr and islip(2)
+	{"sim-torus8x8-voqnet-sat", []string{"sim", "--preset", "torus8x8-dor", "--set", "fabric.switch=voqnet", "--load", "1.0", "--duration", "20us", "--warmup", "10us"}},
+	{"sim-torus8x8-voqnet-hrr", []string{"sim", "--preset", "torus8x8-dor", "--set", "fabric.switch=voqnet", "--set", "fabric.allocator=hrr", "--load", "1.0", "--duration", "20us", "--warmup", "10us"}},
+	{"sim-torus8x8-voqnet-islip2", []string{"sim", "--preset", "torus8x8-dor", "--set", "fabric.switch=voqnet", "--set", "fabric.allocator=islip(2)", "--load", "1.0", "--duration", "20us", "--warmup", "10us"}},
 	// VOQsw under adaptive routing (the output is chosen at arrival)
 	{"sim-irregular16-voqsw-adaptive", []string{"sim", "--preset", "paper004-irregular16", "--routing", "adaptive", "--set", "fabric.switch=voqsw", "--load", "0.4", "--duration", "30us", "--warmup", "5us"}},
 	// paper 003 chapter 2: one 24-port switch with PCIQ (2 and 4 sub-crossbars) and the

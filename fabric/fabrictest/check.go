@@ -90,7 +90,8 @@ func Line(n, h int) (*topo.Topology, error) {
 // Invariants checks the fabric's conservation laws now: credits per
 // channel and lane conserved and never negative, buffers within capacity,
 // packets conserved (queued at hosts + in the fabric + delivered = sent),
-// no packet stored beyond those in the fabric, nothing delivered wrongly.
+// no packet stored beyond those in the fabric, nothing delivered wrongly,
+// and the allocators' index of non-empty input queues exact.
 // It returns what failed, or nil.
 func (n *Net) Invariants() error {
 	var bad []string
@@ -102,6 +103,9 @@ func (n *Net) Invariants() error {
 	if got := uint64(ep.Queued()) + n.F.InFabric() + ep.Delivered; got != ep.Sent() {
 		bad = append(bad, fmt.Sprintf("packets not conserved: %d queued at hosts + %d in the fabric + %d delivered = %d, sent %d",
 			ep.Queued(), n.F.InFabric(), ep.Delivered, got, ep.Sent()))
+	}
+	if err := n.F.CheckQueueIndex(); err != nil {
+		bad = append(bad, err.Error())
 	}
 	if n.F.Stats.Delivered != ep.Delivered {
 		bad = append(bad, fmt.Sprintf("fabric counted %d deliveries, the endpoint %d", n.F.Stats.Delivered, ep.Delivered))

@@ -1,0 +1,94 @@
+package fabric
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// The queues of an input port that hold packets are also kept as a bit
+// set (inPort.nonEmpty, bit v for queue v), so that the allocators visit
+// only them: an architecture with many queues per input (voqnet's queue
+// per destination, pciq-K's queue per read port and lane, RECN-IQ's SAQs)
+// keeps most of them empty, and a scan of every queue of an input costs
+// in proportion to the queues rather than to the heads that request. The
+// visiting order is the one of the scan it replaces: queues in round-robin
+// order from a pointer on, so every arbitration decision is unchanged.
+
+// newInQueues returns the queues of a switch input port and their bit set.
+func newInQueues(n int) ([]queue, []uint64) {
+	return make([]queue, n), make([]uint64, (n+63)/64)
+}
+
+// pushQ appends p to queue v of ip. Every packet joining a switch input
+// queue goes through pushQ and every one leaving through popQ, so that the
+// bit set stays exact (Fabric.CheckQueueIndex).
+func (ip *inPort) pushQ(v int, p *Packet) *queue {
+	q := &ip.queues[v]
+	q.push(p)
+	ip.nonEmpty[v>>6] |= 1 << uint(v&63)
+	return q
+}
+
+// popQ removes the head packet of queue v of ip.
+func (ip *inPort) popQ(v int) *Packet {
+	q := &ip.queues[v]
+	p := q.pop()
+	if q.head == nil {
+		ip.nonEmpty[v>>6] &^= 1 << uint(v&63)
+	}
+	return p
+}
+
+// rotatedSet returns, for an input of up to 64 queues, its set of
+// non-empty queues rotated so that queue start's bit comes first: the bits
+// in increasing order are then the queues in round-robin order from start
+// on (start, start+1, ..., the last, 0, ..., start-1), queue (bit + start)
+// mod 64. For an input of more queues it returns 0 and appends that order
+// to list instead (appendWide).
+func (ip *inPort) rotatedSet(start int, list []int32) (uint64, []int32) {
+	if len(ip.nonEmpty) == 1 {
+		return bits.RotateLeft64(ip.nonEmpty[0], -start), list
+	}
+	return 0, ip.appendWide(list, start)
+}
+
+// appendWide appends to list the queues of ip holding packets in
+// round-robin order from queue start on: the words from start's on, round
+// to it again, the first of them from start's bit on, its second visit
+// below start's bit.
+func (ip *inPort) appendWide(list []int32, start int) []int32 {
+	nw := len(ip.nonEmpty)
+	w0, below := start>>6, uint64(1)<<uint(start&63)-1
+	for k := 0; k <= nw; k++ {
+		w := w0 + k
+		if w >= nw {
+			w -= nw
+		}
+		m := ip.nonEmpty[w]
+		if k == 0 {
+			m &^= below
+		} else if k == nw {
+			m &= below
+		}
+		for ; m != 0; m &= m - 1 {
+			list = append(list, int32(w<<6+bits.TrailingZeros64(m)))
+		}
+	}
+	return list
+}
+
+// CheckQueueIndex verifies, for tests, that every switch input's bit set
+// of non-empty queues names exactly the queues holding packets, and
+// returns what differs, or nil.
+func (f *Fabric) CheckQueueIndex() error {
+	for ii := range f.in {
+		ip := &f.in[ii]
+		for v := range ip.queues {
+			has := ip.nonEmpty[v>>6]&(1<<uint(v&63)) != 0
+			if held := ip.queues[v].head != nil; has != held {
+				return fmt.Errorf("in-port %d (switch %d port %d) queue %d: holds packets %v, marked non-empty %v", ii, ip.sw, ip.port, v, held, has)
+			}
+		}
+	}
+	return nil
+}
