@@ -54,6 +54,85 @@ type nicStage struct {
 	full bool  // the head is waiting for NIC SAQ memory (counted once per wait)
 }
 
+// setAside takes head, the head of host h's NIC queue, into SAQ s when
+// the NIC SAQ memory (mem blocks) has room for it, and reports whether it
+// did; full is true when it did not fit and this is the first time the
+// head waits for memory (the caller counts it once per wait). The same
+// for recn's and recn-iq's NIC SAQs: a packet leaves the NIC's queue only
+// from its head, so its flow stays in order.
+func (f *Fabric) setAside(h int, ns *nicStage, s *saq, head *Packet, mem int32, start des.Time) (taken, full bool) {
+	b := f.blocks(head.Size)
+	if ns.held+b > mem {
+		full = !ns.full
+		ns.full = true
+		return false, full
+	}
+	ns.full = false
+	f.ep.Pop(h, start)
+	f.Stats.Injected++
+	head.blocks = b
+	s.q.push(head)
+	s.blocks += b
+	s.used = true
+	ns.held += b
+	return true, false
+}
+
+// serveNIC sends the next packet of host injection port oi, whose link is
+// free from start on: round robin from ns.rr among the SAQs (slots 0 to
+// len(saqs)-1) that are active, not gated (markers, Xoff) and hold a
+// packet the link's credits cover, and the NIC's own queue (slot
+// len(saqs)) when headFree and routing finds its head a lane with room
+// (paper 000 §4.1: "a round robin scheme among all the queues"; credits
+// per port and lane are shared by all of them, §3.7). It returns the SAQ
+// slot the packet left and the packet, -1 and the packet for the NIC's
+// queue, or -2 and nil when nothing could go (then it has asked to be
+// woken when credits return).
+func (f *Fabric) serveNIC(oi int32, o *outPort, ns *nicStage, saqs []saq, head *Packet, headFree bool, start des.Time) (int, *Packet) {
+	n := len(saqs)
+	waits := false
+	for j, pos := 0, ns.rr; j <= n; j++ {
+		if pos < n {
+			s := &saqs[pos]
+			if s.active && !s.gated() && s.q.head != nil {
+				p := s.q.head
+				if o.credits[s.vl] >= p.blocks {
+					s.q.pop()
+					s.blocks -= p.blocks
+					ns.held -= p.blocks
+					ns.rr = pos + 1
+					p.Inject, p.tailAt = start, start
+					f.send(oi, p, int(s.vl), start)
+					return pos, p
+				}
+				waits = true
+			}
+		} else if headFree {
+			head.blocks = f.blocks(head.Size)
+			f.room.sw, f.room.blocks = nil, head.blocks
+			f.room.host = o
+			c := route.Select(f.injCands, &f.room)
+			f.room.host = nil
+			if c >= 0 {
+				ns.rr = 0
+				f.ep.Pop(int(o.host), start)
+				f.Stats.Injected++
+				head.Inject, head.tailAt = start, start
+				f.send(oi, head, int(f.injCands[c].VL), start)
+				return -1, head
+			}
+			waits = true
+		}
+		if pos++; pos > n {
+			pos = 0
+		}
+	}
+	if waits {
+		f.wakeForCredits(oi, o)
+	}
+	return -2, nil
+}
+
 // hostTurns returns the path from the first switch of a packet host h
 // injects for dst: the turns the first switch's CAM looks up.
 func (a *recnArch) hostTurns(o *outPort, vl int32, dst int32) string {
@@ -78,70 +157,21 @@ func (a *recnArch) inject(oi int32, o *outPort, start des.Time) {
 		if k < 0 {
 			break
 		}
-		b := f.blocks(head.Size)
-		if ns.held+b > a.nicMem {
-			if !ns.full {
-				ns.full = true
-				a.stats.NICMemoryFull++
-			}
+		taken, full := f.setAside(h, ns, &rp.saqs[k], head, a.nicMem, start)
+		if full {
+			a.stats.NICMemoryFull++
+		}
+		if !taken {
 			headFree = false
 			break
 		}
-		ns.full = false
-		f.ep.Pop(h, start)
-		f.Stats.Injected++
-		head.blocks = b
-		s := &rp.saqs[k]
-		s.q.push(head)
-		s.blocks += b
-		s.used = true
-		ns.held += b
 		a.stats.NICSetAside++
 		a.stats.MaxNICSAQBytes = max(a.stats.MaxNICSAQBytes, int64(ns.held)*int64(f.blockBytes))
 		head = f.ep.Peek(h)
 		headFree = head != nil
 	}
-	n := len(rp.saqs)
-	waits := false
-	for j, pos := 0, ns.rr; j <= n; j++ {
-		if pos < n {
-			s := &rp.saqs[pos]
-			if s.active && !s.gated() && s.q.head != nil {
-				p := s.q.head
-				if o.credits[s.vl] >= p.blocks {
-					s.q.pop()
-					s.blocks -= p.blocks
-					ns.held -= p.blocks
-					ns.rr = pos + 1
-					p.Inject, p.tailAt = start, start
-					f.send(oi, p, int(s.vl), start)
-					a.nicLeft(oi, p, pos)
-					return
-				}
-				waits = true
-			}
-		} else if headFree {
-			head.blocks = f.blocks(head.Size)
-			f.room.sw, f.room.blocks = nil, head.blocks
-			f.room.host = o
-			c := route.Select(f.injCands, &f.room)
-			f.room.host = nil
-			if c >= 0 {
-				ns.rr = 0
-				f.ep.Pop(h, start)
-				f.Stats.Injected++
-				head.Inject, head.tailAt = start, start
-				f.send(oi, head, int(f.injCands[c].VL), start)
-				return
-			}
-			waits = true
-		}
-		if pos++; pos > n {
-			pos = 0
-		}
-	}
-	if waits {
-		f.wakeForCredits(oi, o)
+	if k, p := f.serveNIC(oi, o, ns, rp.saqs, head, headFree, start); k >= 0 {
+		a.nicLeft(oi, p, k)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/fabemu/fabemu/fabric/des"
-	"github.com/fabemu/fabemu/fabric/route"
 )
 
 // RECN-IQ at the network interfaces. The thesis lets the congestion
@@ -51,11 +50,9 @@ import (
 
 // recnIQNIC is the RECN-IQ state of one host's injection port.
 type recnIQNIC struct {
-	saqs  []saq // q holds the set-aside packets, blocks their size
-	inUse int
-	held  int32 // blocks held in the SAQs, at most recnIQArch.nicMem
-	rr    int   // round robin: SAQ index, or len(saqs) for the NIC's queue
-	full  bool  // the head is waiting for SAQ memory (counted once per wait)
+	saqs     []saq // q holds the set-aside packets, blocks their size
+	inUse    int
+	nicStage // blocks held (at most recnIQArch.nicMem), round robin, memory wait
 }
 
 // RECNIQNICStats are the counters of the NIC side of recn-iq
@@ -139,71 +136,22 @@ func (a *recnIQArch) inject(oi int32, o *outPort, start des.Time) {
 		if k < 0 {
 			break
 		}
-		b := f.blocks(head.Size)
-		if ns.held+b > a.nicMem {
-			if !ns.full {
-				ns.full = true
-				a.stats.NICMemoryFull++
-			}
+		taken, full := f.setAside(h, &ns.nicStage, &ns.saqs[k], head, a.nicMem, start)
+		if full {
+			a.stats.NICMemoryFull++
+		}
+		if !taken {
 			headFree = false
 			break
 		}
-		ns.full = false
-		f.ep.Pop(h, start)
-		f.Stats.Injected++
-		head.blocks = b
-		s := &ns.saqs[k]
-		s.q.push(head)
-		s.blocks += b
-		s.used = true
-		ns.held += b
 		a.stats.NICSetAside++
 		a.stats.MaxNICSAQBytes = max(a.stats.MaxNICSAQBytes, int64(ns.held)*int64(f.blockBytes))
 		a.nicPostProcess(o, ns)
 		head = f.ep.Peek(h)
 		headFree = head != nil
 	}
-	n := len(ns.saqs)
-	waits := false
-	for j, pos := 0, ns.rr; j <= n; j++ {
-		if pos < n {
-			s := &ns.saqs[pos]
-			if s.active && !s.xoff && s.q.head != nil {
-				p := s.q.head
-				if o.credits[s.vl] >= p.blocks {
-					s.q.pop()
-					s.blocks -= p.blocks
-					ns.held -= p.blocks
-					ns.rr = pos + 1
-					p.Inject, p.tailAt = start, start
-					f.send(oi, p, int(s.vl), start)
-					a.nicMaybeFree(o, ns, pos)
-					return
-				}
-				waits = true
-			}
-		} else if headFree {
-			head.blocks = f.blocks(head.Size)
-			f.room.sw, f.room.blocks = nil, head.blocks
-			f.room.host = o
-			c := route.Select(f.injCands, &f.room)
-			f.room.host = nil
-			if c >= 0 {
-				ns.rr = 0
-				f.ep.Pop(h, start)
-				f.Stats.Injected++
-				head.Inject, head.tailAt = start, start
-				f.send(oi, head, int(f.injCands[c].VL), start)
-				return
-			}
-			waits = true
-		}
-		if pos++; pos > n {
-			pos = 0
-		}
-	}
-	if waits {
-		f.wakeForCredits(oi, o)
+	if k, _ := f.serveNIC(oi, o, &ns.nicStage, ns.saqs, head, headFree, start); k >= 0 {
+		a.nicMaybeFree(o, ns, k)
 	}
 }
 
