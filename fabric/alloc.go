@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/fabemu/fabemu/fabric/route"
 )
 
 // An allocator grants the crossbar of a switch: it matches input ports
@@ -108,3 +110,36 @@ func parseAllocator(spec string) (allocSpec, error) {
 
 // TakesParameter reports whether the allocator accepts NAME(N).
 func (a AllocInfo) TakesParameter() bool { return a.param != nil }
+
+// request is one request of an iterative allocation (islip, pim, hrr):
+// the head of queue q of local input in asks for output candidate c.
+type request struct {
+	in, q int32
+	c     route.Candidate
+}
+
+// requested reports whether local input pi already asks for output port
+// in this iteration (from another of its queues); reqs ends with pi's.
+func requested(reqs []request, pi, port int32) bool {
+	for i := len(reqs) - 1; i >= 0 && reqs[i].in == pi; i-- {
+		if reqs[i].c.Port == port {
+			return true
+		}
+	}
+	return false
+}
+
+// grantMatches grants the matches of one allocation of switch s and
+// moves each matched input's round-robin queue pointer past the queue it
+// served.
+func (f *Fabric) grantMatches(s *Switch, matches []request) {
+	f.room.taken = nil
+	for _, m := range matches {
+		ii := s.in[m.in]
+		ip := &f.in[ii]
+		f.grant(s, ii, int(m.q), m.c)
+		if ip.rrQ = int(m.q) + 1; ip.rrQ == len(ip.queues) {
+			ip.rrQ = 0
+		}
+	}
+}

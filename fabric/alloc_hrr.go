@@ -33,15 +33,10 @@ type hrrAllocator struct {
 	// arb per global out-port: the output's arbiter.
 	arb  []hierRR // per global out-port and row (rowed)
 	rows int
-	reqs []hrrRequest
+	reqs []request
 	want []bool // scratch: inputs requesting one output
 	// order is scratch: an input's non-empty queues, past 64 queues.
 	order []int32
-}
-
-type hrrRequest struct {
-	in, q int32
-	c     route.Candidate
 }
 
 func newHRR(f *Fabric, _ int) allocator {
@@ -115,7 +110,7 @@ func (a *hrrAllocator) arbitrate(s *Switch) {
 				continue
 			}
 			used |= 1 << uint(port)
-			a.reqs = append(a.reqs, hrrRequest{in: int32(pi), q: int32(qi), c: cands[c]})
+			a.reqs = append(a.reqs, request{in: int32(pi), q: int32(qi), c: cands[c]})
 			if !multi {
 				break
 			}

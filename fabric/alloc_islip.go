@@ -36,15 +36,10 @@ type islipAllocator struct {
 	// scratch for one allocation, sized to the widest switch
 	taken   []bool // outputs matched
 	matched []bool // inputs matched
-	reqs    []islipRequest
+	reqs    []request
 	grants  []int32 // per local input: request index of the accepted-to-be grant, -1 none
-	matches []islipRequest
+	matches []request
 	order   []int32 // scratch: an input's non-empty queues, past 64 queues
-}
-
-type islipRequest struct {
-	in, q int32
-	c     route.Candidate
 }
 
 func newISLIP(f *Fabric, iters int) allocator {
@@ -110,10 +105,10 @@ func (a *islipAllocator) arbitrate(s *Switch) {
 				cands := f.headCandidates(s, pi, q, p)
 				f.room.blocks, f.room.in = p.blocks, ii
 				c := route.Select(cands, &f.room)
-				if c < 0 || a.requested(int32(pi), cands[c].Port) {
+				if c < 0 || requested(a.reqs, int32(pi), cands[c].Port) {
 					continue
 				}
-				a.reqs = append(a.reqs, islipRequest{in: int32(pi), q: int32(qi), c: cands[c]})
+				a.reqs = append(a.reqs, request{in: int32(pi), q: int32(qi), c: cands[c]})
 			}
 		}
 		if len(a.reqs) == 0 {
@@ -163,26 +158,7 @@ func (a *islipAllocator) arbitrate(s *Switch) {
 			}
 		}
 	}
-	f.room.taken = nil
-	for _, m := range a.matches {
-		ii := s.in[m.in]
-		ip := &f.in[ii]
-		f.grant(s, ii, int(m.q), m.c)
-		if ip.rrQ = int(m.q) + 1; ip.rrQ == len(ip.queues) {
-			ip.rrQ = 0
-		}
-	}
-}
-
-// requested reports whether input pi already requests output port in
-// this iteration (from another of its queues).
-func (a *islipAllocator) requested(pi, port int32) bool {
-	for i := len(a.reqs) - 1; i >= 0 && a.reqs[i].in == pi; i-- {
-		if a.reqs[i].c.Port == port {
-			return true
-		}
-	}
-	return false
+	f.grantMatches(s, a.matches)
 }
 
 // acceptDist is how far output po comes after input pi's accept pointer.

@@ -33,10 +33,10 @@ type pimAllocator struct {
 	// scratch for one allocation, sized to the widest switch
 	taken   []bool
 	matched []bool
-	reqs    []islipRequest
+	reqs    []request
 	edges   []pimEdge
 	m       pimMatcher
-	matches []islipRequest
+	matches []request
 	// rows > 1 (rowed architectures, hc): every row of inputs has its own
 	// sub-switch output at each output, which grants on its own.
 	rows int
@@ -99,10 +99,10 @@ func (a *pimAllocator) arbitrate(s *Switch) {
 				cands := f.headCandidates(s, pi, q, p)
 				f.room.blocks, f.room.in = p.blocks, ii
 				c := route.Select(cands, &f.room)
-				if c < 0 || a.requested(int32(pi), cands[c].Port) {
+				if c < 0 || requested(a.reqs, int32(pi), cands[c].Port) {
 					continue
 				}
-				a.reqs = append(a.reqs, islipRequest{in: int32(pi), q: int32(qi), c: cands[c]})
+				a.reqs = append(a.reqs, request{in: int32(pi), q: int32(qi), c: cands[c]})
 				out := cands[c].Port
 				if a.rows > 1 {
 					out = out*int32(a.rows) + int32(f.arch.(rowed).inputRow(s, pi))
@@ -123,26 +123,7 @@ func (a *pimAllocator) arbitrate(s *Switch) {
 			a.matches = append(a.matches, r)
 		}
 	}
-	f.room.taken = nil
-	for _, m := range a.matches {
-		ii := s.in[m.in]
-		ip := &f.in[ii]
-		f.grant(s, ii, int(m.q), m.c)
-		if ip.rrQ = int(m.q) + 1; ip.rrQ == len(ip.queues) {
-			ip.rrQ = 0
-		}
-	}
-}
-
-// requested reports whether input pi already requests output port in
-// this iteration (from another of its queues).
-func (a *pimAllocator) requested(pi, port int32) bool {
-	for i := len(a.reqs) - 1; i >= 0 && a.reqs[i].in == pi; i-- {
-		if a.reqs[i].c.Port == port {
-			return true
-		}
-	}
-	return false
+	f.grantMatches(s, a.matches)
 }
 
 // pimEdge is one request of a PIM iteration: local input in asks for
