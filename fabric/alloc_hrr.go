@@ -1,8 +1,6 @@
 package fabric
 
 import (
-	"math/bits"
-
 	"github.com/fabemu/fabemu/fabric/route"
 )
 
@@ -81,19 +79,10 @@ func (a *hrrAllocator) arbitrate(s *Switch) {
 		}
 		var used uint64 // read ports this input has requested through
 		// The queues holding packets, in round-robin order from
-		// the first-level pointer on (inqueues.go): the bits of m, or the list.
-		start := int(a.qPtr[ii])
-		m, list := ip.rotatedSet(start, a.order[:0])
-		a.order = list
-		for i := 0; m != 0 || i < len(list); {
-			var qi int
-			if m != 0 {
-				qi = (bits.TrailingZeros64(m) + start) & 63
-				m &= m - 1
-			} else {
-				qi = int(list[i])
-				i++
-			}
+		// the first-level pointer on (inqueues.go).
+		order := ip.nonEmptyFrom(int(a.qPtr[ii]), a.order)
+		a.order = order.list
+		for qi, ok := order.next(); ok; qi, ok = order.next() {
 			q := &ip.queues[qi]
 			p := q.head
 			cands := f.headCandidates(s, pi, q, p)

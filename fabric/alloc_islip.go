@@ -1,8 +1,6 @@
 package fabric
 
 import (
-	"math/bits"
-
 	"github.com/fabemu/fabemu/fabric/route"
 )
 
@@ -87,19 +85,10 @@ func (a *islipAllocator) arbitrate(s *Switch) {
 				continue
 			}
 			// The queues holding packets, in round-robin order from
-			// rrQ on (inqueues.go): the bits of m, or the list.
-			start := ip.rrQ
-			m, list := ip.rotatedSet(start, a.order[:0])
-			a.order = list
-			for i := 0; m != 0 || i < len(list); {
-				var qi int
-				if m != 0 {
-					qi = (bits.TrailingZeros64(m) + start) & 63
-					m &= m - 1
-				} else {
-					qi = int(list[i])
-					i++
-				}
+			// rrQ on (inqueues.go).
+			order := ip.nonEmptyFrom(ip.rrQ, a.order)
+			a.order = order.list
+			for qi, ok := order.next(); ok; qi, ok = order.next() {
 				q := &ip.queues[qi]
 				p := q.head
 				cands := f.headCandidates(s, pi, q, p)

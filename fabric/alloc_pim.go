@@ -37,6 +37,7 @@ type pimAllocator struct {
 	edges   []pimEdge
 	m       pimMatcher
 	matches []request
+	order   []int32 // scratch: an input's non-empty queues, past 64 queues
 	// rows > 1 (rowed architectures, hc): every row of inputs has its own
 	// sub-switch output at each output, which grants on its own.
 	rows int
@@ -88,14 +89,13 @@ func (a *pimAllocator) arbitrate(s *Switch) {
 			if ip.xbarBusy || ip.queued == 0 {
 				continue
 			}
-			nq := len(ip.queues)
-			for j := 0; j < nq; j++ {
-				qi := (ip.rrQ + j) % nq
+			// The queues holding packets, in round-robin order from
+			// rrQ on (inqueues.go).
+			order := ip.nonEmptyFrom(ip.rrQ, a.order)
+			a.order = order.list
+			for qi, ok := order.next(); ok; qi, ok = order.next() {
 				q := &ip.queues[qi]
 				p := q.head
-				if p == nil {
-					continue
-				}
 				cands := f.headCandidates(s, pi, q, p)
 				f.room.blocks, f.room.in = p.blocks, ii
 				c := route.Select(cands, &f.room)

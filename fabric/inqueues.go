@@ -52,6 +52,40 @@ func (ip *inPort) rotatedSet(start int, list []int32) (uint64, []int32) {
 	return 0, ip.appendWide(list, start)
 }
 
+// queueOrder walks the non-empty queues of an input in round-robin order
+// from a start queue on (rotatedSet): the bits of m while it has any,
+// then the list, for inputs of more than 64 queues.
+type queueOrder struct {
+	m     uint64
+	start int
+	list  []int32
+	i     int
+}
+
+// nonEmptyFrom returns the walk of ip's non-empty queues from queue start
+// on; scratch is reused for the list of an input of more than 64 queues
+// (the walk's list keeps it for the next call).
+func (ip *inPort) nonEmptyFrom(start int, scratch []int32) queueOrder {
+	if len(ip.nonEmpty) == 1 {
+		return queueOrder{m: bits.RotateLeft64(ip.nonEmpty[0], -start), start: start, list: scratch}
+	}
+	return queueOrder{start: start, list: ip.appendWide(scratch[:0], start)}
+}
+
+// next returns the next queue of the walk, or false at its end.
+func (o *queueOrder) next() (int, bool) {
+	if o.m != 0 {
+		qi := (bits.TrailingZeros64(o.m) + o.start) & 63
+		o.m &= o.m - 1
+		return qi, true
+	}
+	if o.i < len(o.list) {
+		o.i++
+		return int(o.list[o.i-1]), true
+	}
+	return 0, false
+}
+
 // appendWide appends to list the queues of ip holding packets in
 // round-robin order from queue start on: the words from start's on, round
 // to it again, the first of them from start's bit on, its second visit
