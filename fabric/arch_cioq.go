@@ -48,6 +48,15 @@ func (a *cioqArch) forward(ii, oi int32, p *Packet, vl int) {
 	o.xbar = true
 	o.lanes[vl].used += blocks
 	o.outq[vl].push(p)
+	f.crossed(ii, oi, p, blocks, end)
+}
+
+// crossed finishes a crossbar transfer of p (blocks credit blocks) from
+// input ii into output oi's memory, ending at end, for the architectures
+// with output buffers: the output link may start on p at once (virtual
+// cut-through: send marks it in cutOut and one event then ends both the
+// transfer and the cut-through), else the transfer completes at end.
+func (f *Fabric) crossed(ii, oi int32, p *Packet, blocks int32, end des.Time) {
 	p.tailAt = end
 	f.cutThrough, f.cutOut = p, -1
 	f.transmit(oi)

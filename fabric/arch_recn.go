@@ -556,15 +556,7 @@ func (a *recnArch) forward(ii, oi int32, p *Packet, vl int) {
 	}
 	// Detection and notification, before the packet may leave.
 	a.outputArrived(oi, ii, p, k, turn(o.port, vl))
-	p.tailAt = end
-	f.cutThrough, f.cutOut = p, -1
-	f.transmit(oi)
-	f.cutThrough = nil
-	if f.cutOut >= 0 {
-		f.eng.Schedule(end, f, packOp(opCutThrough, int(p.inVL), int(f.cutOut)|int(blocks)<<4), ii, p)
-		return
-	}
-	f.eng.Schedule(end, f, packOp(opXbarDone, int(p.inVL), int(blocks)), ii, p)
+	f.crossed(ii, oi, p, blocks, end)
 }
 
 // turn encodes one hop of a path: output port and output lane.

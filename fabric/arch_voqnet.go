@@ -149,15 +149,7 @@ func (a *voqNetArch) forward(ii, oi int32, p *Packet, vl int) {
 		qi := a.laneQueue(p.inVL, int(p.Dst))
 		f.eng.Schedule(end+a.creditDelay, f, packOp(opQueueCredit, 0, qi<<8|int(blocks)), up, nil)
 	}
-	p.tailAt = end
-	f.cutThrough, f.cutOut = p, -1
-	f.transmit(oi)
-	f.cutThrough = nil
-	if f.cutOut >= 0 {
-		f.eng.Schedule(end, f, packOp(opCutThrough, int(p.inVL), int(f.cutOut)|int(blocks)<<4), ii, p)
-		return
-	}
-	f.eng.Schedule(end, f, packOp(opXbarDone, int(p.inVL), int(blocks)), ii, p)
+	f.crossed(ii, oi, p, blocks, end)
 }
 
 // next sends the head of the first output queue, in round-robin order,
