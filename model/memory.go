@@ -230,22 +230,36 @@ func FormatBytes(n int64) string {
 // /proc/meminfo, or the cgroup's limit less its usage when that is lower.
 // It returns 0 when neither can be read (no check is then made).
 func AvailableMemory() int64 {
-	var avail int64
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			if len(f) >= 2 && f[0] == "MemAvailable:" {
-				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-					avail = kb << 10
-				}
-			}
-		}
-	}
+	avail := procKB("/proc/meminfo", "MemAvailable:")
 	if lim := cgroupFree(); lim > 0 && (avail == 0 || lim < avail) {
 		avail = lim
 	}
 	return avail
+}
+
+// PeakRSS is the peak resident set of this process so far (VmHWM of
+// /proc/self/status), in bytes; 0 where it cannot be read. It is the
+// process's own address space, unlike getrusage's ru_maxrss, which keeps
+// the parent's high-water mark across fork and exec.
+func PeakRSS() int64 { return procKB("/proc/self/status", "VmHWM:") }
+
+// procKB reads the "key value kB" line of a /proc file, in bytes; 0 when
+// the file or the line is missing.
+func procKB(path, key string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 && f[0] == key {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 func cgroupFree() int64 {

@@ -62,6 +62,10 @@ type RunInfo struct {
 	Events                    uint64  `json:"events"`
 	EventsPerSecond           float64 `json:"events_per_second"`
 	DeliveredPacketsPerSecond float64 `json:"delivered_packets_per_second"`
+	// PeakRSSBytes is the process's peak resident set at the end of the
+	// run (PeakRSS): the run's own when it ran alone, the whole process's
+	// when it ran beside others (--jobs, sweeps); absent where unknown.
+	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
 }
 
 // TopologySummary counts the session's fabric.

@@ -2,9 +2,10 @@ package main
 
 import (
 	"bytes"
-	"fmt"
+	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,57 +31,37 @@ func dryRunEstimate(t *testing.T, bin string, args ...string) float64 {
 	return v * map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[string(m[2])]
 }
 
-// peakRSS runs bin with args and returns its peak resident set in bytes.
-// getrusage's ru_maxrss of the child would count this test process too: a
-// child starts sharing the parent's memory until it execs (vfork), and the
-// kernel carries that high-water mark across the exec. So it polls the
-// child's own VmHWM (per address space, reset by exec) until the child
-// exits; the peak of a run is reached while it runs, not in the last
-// milliseconds of writing its report. Only samples taken after the exec
-// count (the child's command line is then bin's): one read before it
-// gives the forked child's tiny mark. A run too short to be sampled after
-// its exec is run again, up to five times.
+// peakRSS runs `bin sim args...` and returns its peak resident set in
+// bytes, as the run reports it (`run.peak_rss_bytes` of --json: the
+// child's VmHWM read by itself at the end of its run). getrusage's
+// ru_maxrss of the child would count this test process too (a child shares
+// the parent's memory until it execs, and the kernel carries that
+// high-water mark across the exec), and polling the child's VmHWM from
+// here misses the end of a short run on a loaded machine (it once read
+// 5.9 MiB of a 37 MiB run).
 func peakRSS(t *testing.T, bin string, args ...string) float64 {
 	t.Helper()
-	for try := 0; try < 5; try++ {
-		if peak := peakRSSOnce(t, bin, args...); peak > 0 {
-			return peak
-		}
+	js := filepath.Join(t.TempDir(), "run.json")
+	out, err := exec.Command(bin, append(append([]string{"sim"}, args...), "--json", js)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, out)
 	}
-	t.Skip("the run ended five times before its resident set could be read in /proc")
-	return 0
-}
-
-func peakRSSOnce(t *testing.T, bin string, args ...string) float64 {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
+	b, err := os.ReadFile(js)
+	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	proc := fmt.Sprintf("/proc/%d/", cmd.Process.Pid)
-	var peak int64
-	for {
-		if cl, err := os.ReadFile(proc + "cmdline"); err == nil && strings.HasPrefix(string(cl), bin+"\x00") {
-			if b, err := os.ReadFile(proc + "status"); err == nil {
-				if m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(b); m != nil {
-					kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
-					peak = max(peak, kb)
-				}
-			}
-		}
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("%v: %v\n%s", args, err, out.Bytes())
-			}
-			return float64(peak) * 1024
-		case <-time.After(2 * time.Millisecond):
-		}
+	var sum struct {
+		Run struct {
+			PeakRSSBytes int64 `json:"peak_rss_bytes"`
+		} `json:"run"`
 	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	if sum.Run.PeakRSSBytes <= 0 {
+		t.Skip("the run reported no peak resident set (no /proc/self/status VmHWM here)")
+	}
+	return float64(sum.Run.PeakRSSBytes)
 }
 
 // TestMemoryEstimateMatchesPresets runs every preset for a short window
@@ -136,7 +117,7 @@ func TestMemoryEstimateMatchesPresets(t *testing.T) {
 	)
 	for _, r := range runs {
 		est := dryRunEstimate(t, bin, r.args...)
-		rss := peakRSS(t, bin, append([]string{"sim"}, r.args...)...)
+		rss := peakRSS(t, bin, r.args...)
 		ratio := est / rss
 		t.Logf("%-26s estimate %6.1f MiB  peak RSS %6.1f MiB  ratio %.2f", r.name, est/(1<<20), rss/(1<<20), ratio)
 		if ratio < 0.7 || ratio > 1.3 {

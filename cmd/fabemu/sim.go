@@ -167,6 +167,9 @@ func writeSimTable(w io.Writer, s *synth.Summary, notes []model.Note) {
 		run.Add("wall time", report.FormatFloat(s.Run.WallSeconds, 3), "s")
 		run.Add("events", fmt.Sprintf("%s (%s/s)", report.FormatUint(s.Run.Events), report.FormatFloat(s.Run.EventsPerSecond, 3)), "")
 		run.Add("delivered packets per second", report.FormatFloat(s.Run.DeliveredPacketsPerSecond, 3), "wall")
+		if s.Run.PeakRSSBytes > 0 {
+			run.Add("peak memory", model.FormatBytes(s.Run.PeakRSSBytes), "resident")
+		}
 		secs = append(secs, run)
 	}
 	report.WriteSections(w, secs...)

@@ -891,7 +891,8 @@ func runReplay(cfg ReplaySimConfig, opts Options) (*ReplaySummary, *model.Sessio
 	total := scanWall + wall
 	sum.Run = &ReplayRunInfo{RunInfo: model.RunInfo{WallSeconds: total, Events: s.Eng.Fired(),
 		EventsPerSecond:           float64(s.Eng.Fired()) / wall,
-		DeliveredPacketsPerSecond: float64(s.Fabric.Stats.Delivered) / wall},
+		DeliveredPacketsPerSecond: float64(s.Fabric.Stats.Delivered) / wall,
+		PeakRSSBytes:              model.PeakRSS()},
 		ScanSeconds: scanWall, RecordsPerSecond: float64(r.issued) / total}
 	switch {
 	case s.Fabric.Deadlock != nil:

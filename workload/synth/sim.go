@@ -130,7 +130,8 @@ func RunSim(cfg model.SimConfig, progress model.Progress) (*Summary, error) {
 	sum.Drain = drain
 	sum.Run = &model.RunInfo{WallSeconds: wall, Events: s.Eng.Fired(),
 		EventsPerSecond:           float64(s.Eng.Fired()) / wall,
-		DeliveredPacketsPerSecond: float64(s.Fabric.Stats.Delivered) / wall}
+		DeliveredPacketsPerSecond: float64(s.Fabric.Stats.Delivered) / wall,
+		PeakRSSBytes:              model.PeakRSS()}
 	if runErr != nil {
 		var backlog *model.SourceBacklogError
 		if !errors.As(runErr, &backlog) {
