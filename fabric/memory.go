@@ -62,9 +62,16 @@ func OutputMemories(cfg Config) int {
 // timed post-processing unit the ready time of each queue's head
 // (arch_recniq_ppu.go; one lane counted); for hc the lanes, FIFOs and
 // source lists of the extra output memories, the read-port transfers and
-// the per-row busy flags (arch_hc.go setup); 0 for the others.
-func PortStateBytes(cfg Config, nVL int) int64 {
+// the per-row busy flags (arch_hc.go setup); for voqnet, in a network of
+// hosts hosts, the output queue of every lane and destination at every
+// switch output with its stored blocks, its credits at the next input and
+// its place in the link's round-robin order (arch_voqnet.go setup: paper
+// 000 §4.1 gives the VOQ schemes per-queue memory and credits); 0 for the
+// others.
+func PortStateBytes(cfg Config, nVL, hosts int) int64 {
 	switch {
+	case cfg.Switch == "voqnet":
+		return int64(nVL) * int64(voqNetPerLane(0, hosts)) * voqNetOutQueueBytes
 	case cfg.Switch == "recn":
 		r := cfg.RECN.resolved()
 		return 2 * (int64(unsafe.Sizeof(recnPort{})) + int64(r.MaxSAQs)*int64(unsafe.Sizeof(saq{})))
@@ -115,6 +122,11 @@ func HostStateBytes(cfg Config, packetBytes int) (state, packets int64) {
 	state = int64(unsafe.Sizeof(recnIQNIC{})) + int64(r.NICSAQs)*int64(unsafe.Sizeof(saq{}))
 	return state, max(memBlocks/max(per, 1), 1)
 }
+
+// voqNetOutQueueBytes is one voqnet output queue's state: its FIFO, its
+// stored blocks (qused), its credits at the next input (qcr) and its entry
+// in the link's list of active queues.
+const voqNetOutQueueBytes = int64(unsafe.Sizeof(fifo{})) + 3*int64(unsafe.Sizeof(int32(0)))
 
 // whereEntryBytes is one entry of RECN-IQ's packet-to-SAQ map (a pointer
 // key and an int32 value in a table kept at most 7/8 full that may have

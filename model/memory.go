@@ -90,12 +90,13 @@ func EstimateRun(m *Model, w Workload) (MemoryEstimate, error) {
 	}
 	maxPacket := m.NIC.MaxPacket()
 	portsPerSwitch := int(min(c.Ports/max(c.Switches, 1), 1<<30))
-	q := int64(fabric.QueuesPerInput(m.Fabric, lanes(m), maxPacket, portsPerSwitch, int(min(c.Hosts, 1<<40))))
+	hosts := int(min(c.Hosts, 1<<40))
+	q := int64(fabric.QueuesPerInput(m.Fabric, lanes(m), maxPacket, portsPerSwitch, hosts))
 	add("runtime baseline", memBaseline)
 	add("switches", mul(c.Switches, memPerSwitch))
 	add("ports and events", mul(c.Ports, memPerPort))
 	add("input queues", mul(mul(c.Ports, q), memPerQueue))
-	if b := fabric.PortStateBytes(m.Fabric, lanes(m)); b > 0 {
+	if b := fabric.PortStateBytes(m.Fabric, lanes(m), hosts); b > 0 {
 		add("switch port state", mul(c.Ports, b))
 	}
 	// Packets alive at once: at most every switch buffer full of largest
