@@ -228,14 +228,8 @@ func TestRECNIQPerCycleDetection(t *testing.T) {
 		a.setup()
 		ii := f.sw[0].in[1]
 		other := a.allocate(ii, 0, turn(6, 0))
-		for i := 0; i < 4; i++ {
-			p := f.NewPacket()
-			p.Src, p.Dst, p.Size, p.Seq = hostA, hostH, 64, uint64(i)
-			p.blocks = 1
-			ip := &f.in[ii]
-			qi := a.enqueue(ip, p)
-			ip.pushQ(qi, p)
-			ip.queued++
+		for i := range 4 {
+			arriveByHand(f, a, ii, i)
 		}
 		if a.stats.ExhaustedInput != 1 || a.stats.Detections != 0 {
 			t.Fatalf("%s: exhausted %d, detections %d before the SAQ is freed", mode, a.stats.ExhaustedInput, a.stats.Detections)

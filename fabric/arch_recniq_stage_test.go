@@ -128,13 +128,7 @@ func TestRECNIQNICSideOnDatapaths(t *testing.T) {
 				ii := f.sw[1].in[0]
 				other := a.allocate(ii, 0, turn(5, 0)+turn(6, 0))
 				for i := range 4 {
-					p := f.NewPacket()
-					p.Src, p.Dst, p.Size, p.Seq = hostA, hostH, 64, uint64(i)
-					p.blocks = 1
-					ip := &f.in[ii]
-					qi := a.enqueue(ip, p)
-					ip.pushQ(qi, p)
-					ip.queued++
+					arriveByHand(f, a, ii, i)
 				}
 				if other < 0 || a.stats.ExhaustedInput != 1 || a.stats.Detections != 0 {
 					t.Fatalf("%s: SAQ %d, exhausted %d, detections %d before the SAQ is freed", mode, other, a.stats.ExhaustedInput, a.stats.Detections)

@@ -14,6 +14,21 @@ const (
 	hostA, hostB, hostC, hostD, hostH, hostO = 0, 1, 2, 3, 4, 5
 )
 
+// arriveByHand puts a 64-byte packet of hostA for hostH with sequence
+// number seq into input ii as an arrival would (the architecture picks
+// its queue), without the link and the events around it, and returns the
+// queue it joined.
+func arriveByHand(f *Fabric, a *recnIQArch, ii int32, seq int) int {
+	p := f.NewPacket()
+	p.Src, p.Dst, p.Size, p.Seq = hostA, hostH, 64, uint64(seq)
+	p.blocks = 1
+	ip := &f.in[ii]
+	qi := a.enqueue(ip, p)
+	ip.pushQ(qi, p)
+	ip.queued++
+	return qi
+}
+
 // recnIQExample is the network of paper 003's RECN-IQ example (§3.3.7,
 // Figs. 3.6-3.15): "switch 1" (s0) sends from its inputs 1 and 3 through
 // its output 4 to input 0 of "switch 2" (s1), whose output 5 is
@@ -359,16 +374,9 @@ func TestRECNIQArrivalFollowsItsFlow(t *testing.T) {
 	long := a.allocate(ii, 0, turn(4, 0)+turn(5, 0))
 	a.in[ii].saqs[long].xoff = true
 	for i := 0; i < 3; i++ {
-		p := f.NewPacket()
-		p.Src, p.Dst, p.Size, p.Seq = hostA, hostH, 64, uint64(i)
-		p.blocks = 1
-		ip := &f.in[ii]
-		qi := a.enqueue(ip, p)
-		if qi != f.nVL+long {
+		if qi := arriveByHand(f, a, ii, i); qi != f.nVL+long {
 			t.Fatalf("packet %d joined queue %d, want the long SAQ (%d; short %d)", i, qi, f.nVL+long, f.nVL+short)
 		}
-		ip.pushQ(qi, p)
-		ip.queued++
 	}
 	if bad := a.check(); bad != nil {
 		t.Error(strings.Join(bad, "; "))
