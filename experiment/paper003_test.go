@@ -2,6 +2,26 @@ package experiment
 
 import "testing"
 
+// onlyRows keeps the rows of e named in names, and fails unless all are
+// there.
+func onlyRows(t *testing.T, e *Experiment, names ...string) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	rows := e.Rows[:0]
+	for _, r := range e.Rows {
+		if want[r.Name] {
+			rows = append(rows, r)
+		}
+	}
+	e.Rows = rows
+	if len(rows) != len(want) {
+		t.Fatalf("%s has %d of the rows %v", e.Name, len(rows), names)
+	}
+}
+
 // TestPaper003MinHotSpotRecovers runs, at the experiment's own scale
 // (200 us, 16 hosts: about a second), the rows of paper003-min that carry
 // Fig. 2.21's claim: under the hot spot (10% of every host's packets to
@@ -23,17 +43,7 @@ func TestPaper003MinHotSpotRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep := map[string]bool{"uniform/RECN-IQ": true, "hot-spot/RECN-IQ": true, "hot-spot/PCIQ-2+RECN-IQ": true, "hot-spot/RECN-IQ-noNIC": true, "hot-spot/IQ": true}
-	rows := e.Rows[:0]
-	for _, r := range e.Rows {
-		if keep[r.Name] {
-			rows = append(rows, r)
-		}
-	}
-	e.Rows = rows
-	if len(rows) != len(keep) {
-		t.Fatalf("paper003-min has %d of the rows %v", len(rows), keep)
-	}
+	onlyRows(t, e, "uniform/RECN-IQ", "hot-spot/RECN-IQ", "hot-spot/PCIQ-2+RECN-IQ", "hot-spot/RECN-IQ-noNIC", "hot-spot/IQ")
 	res, err := Run(e, Options{Jobs: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -80,16 +90,8 @@ func TestPaper003SwitchHotSpotPCIQRECNIQ(t *testing.T) {
 		t.Fatal(err)
 	}
 	keep := map[string]bool{"hot-spot/PCIQ-2+RECN-IQ-4": true, "hot-spot/PCIQ-2+RECN-IQ": true, "hot-spot/PCIQ-2": false}
-	rows := e.Rows[:0]
-	for _, r := range e.Rows {
-		if _, ok := keep[r.Name]; ok {
-			rows = append(rows, r)
-		}
-	}
-	e.Rows, e.Loads = rows, []float64{1.0}
-	if len(rows) != len(keep) {
-		t.Fatalf("paper003-switch has %d of the rows %v", len(rows), keep)
-	}
+	onlyRows(t, e, "hot-spot/PCIQ-2+RECN-IQ-4", "hot-spot/PCIQ-2+RECN-IQ", "hot-spot/PCIQ-2")
+	e.Loads = []float64{1.0}
 	res, err := Run(e, Options{Jobs: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -135,17 +137,7 @@ func TestPaper003HotSpot32(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep := map[string]bool{"IQ": true, "RECN-IQ": true, "RECN-IQ-8": true}
-	rows := e.Rows[:0]
-	for _, r := range e.Rows {
-		if keep[r.Name] {
-			rows = append(rows, r)
-		}
-	}
-	e.Rows = rows
-	if len(rows) != len(keep) {
-		t.Fatalf("paper003-hotspot32 has %d of the rows %v", len(rows), keep)
-	}
+	onlyRows(t, e, "IQ", "RECN-IQ", "RECN-IQ-8")
 	e.Base.Set = append(e.Base.Set, "run.duration=120us")
 	res, err := Run(e, Options{Jobs: 2})
 	if err != nil {
