@@ -143,3 +143,74 @@ func (f *Fabric) grantMatches(s *Switch, matches []request) {
 		}
 	}
 }
+
+// matching is the scratch of an iterative matching allocation (islip,
+// pim), sized to the widest switch.
+type matching struct {
+	taken   []bool // outputs matched
+	matched []bool // inputs matched
+	reqs    []request
+	matches []request
+	order   []int32 // an input's non-empty queues, past 64 queues
+}
+
+func newMatching(f *Fabric) matching {
+	widest := 0
+	for s := range f.sw {
+		widest = max(widest, len(f.sw[s].in))
+	}
+	return matching{taken: make([]bool, widest), matched: make([]bool, widest)}
+}
+
+// start clears the scratch for an allocation of switch s and reports
+// whether s has a head to allocate.
+func (m *matching) start(f *Fabric, s *Switch) bool {
+	n := len(s.in)
+	if s.ready == 0 && n <= 64 {
+		return false
+	}
+	clear(m.taken[:n])
+	clear(m.matched[:n])
+	m.matches = m.matches[:0]
+	f.room.sw, f.room.taken = s, m.taken[:n]
+	return true
+}
+
+// request is an iteration's request phase: every unmatched input whose
+// crossbar port is free asks, for the head of each of its non-empty
+// queues in round-robin order from rrQ on (inqueues.go), for the output
+// routing selects among those with room, once per output. It returns the
+// requests, the inputs' in increasing order.
+func (m *matching) request(f *Fabric, s *Switch) []request {
+	m.reqs = m.reqs[:0]
+	for pi := range s.in {
+		ii := s.in[pi]
+		if ii < 0 || m.matched[pi] {
+			continue
+		}
+		ip := &f.in[ii]
+		if ip.xbarBusy || ip.queued == 0 {
+			continue
+		}
+		order := ip.nonEmptyFrom(ip.rrQ, m.order)
+		m.order = order.list
+		for qi, ok := order.next(); ok; qi, ok = order.next() {
+			q := &ip.queues[qi]
+			p := q.head
+			cands := f.headCandidates(s, pi, q, p)
+			f.room.blocks, f.room.in = p.blocks, ii
+			c := route.Select(cands, &f.room)
+			if c < 0 || requested(m.reqs, int32(pi), cands[c].Port) {
+				continue
+			}
+			m.reqs = append(m.reqs, request{in: int32(pi), q: int32(qi), c: cands[c]})
+		}
+	}
+	return m.reqs
+}
+
+// match records request r as a match of this allocation.
+func (m *matching) match(r request) {
+	m.matched[r.in], m.taken[r.c.Port] = true, true
+	m.matches = append(m.matches, r)
+}

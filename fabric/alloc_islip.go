@@ -1,9 +1,5 @@
 package fabric
 
-import (
-	"github.com/fabemu/fabemu/fabric/route"
-)
-
 // islipAllocator is iSLIP (McKeown, "The iSLIP scheduling algorithm for
 // input-queued switches", IEEE/ACM ToN 7(2), 1999) at packet granularity,
 // run whenever something at the switch may let a head move:
@@ -31,30 +27,22 @@ type islipAllocator struct {
 	// rows > 1 (rowed architectures, hc): an output has a grant pointer
 	// per row of inputs, at grantPtr[out-port*rows+row].
 	rows int
-	// scratch for one allocation, sized to the widest switch
-	taken   []bool // outputs matched
-	matched []bool // inputs matched
-	reqs    []request
-	grants  []int32 // per local input: request index of the accepted-to-be grant, -1 none
-	matches []request
-	order   []int32 // scratch: an input's non-empty queues, past 64 queues
+	matching
+	grants []int32 // per local input: request index of the accepted-to-be grant, -1 none
 }
 
 func newISLIP(f *Fabric, iters int) allocator {
 	if iters == 0 {
 		iters = 1
 	}
-	widest := 0
-	for s := range f.sw {
-		widest = max(widest, len(f.sw[s].in))
-	}
 	rows := 1
 	if r, ok := f.arch.(rowed); ok {
 		rows = r.inputRows()
 	}
+	m := newMatching(f)
 	return &islipAllocator{f: f, iters: iters, rows: rows,
 		grantPtr: make([]int32, len(f.out)*rows), acceptPtr: make([]int32, len(f.in)),
-		taken: make([]bool, widest), matched: make([]bool, widest), grants: make([]int32, widest)}
+		matching: m, grants: make([]int32, len(m.taken))}
 }
 
 // arrived runs a whole allocation: with one new head the result equals
@@ -64,43 +52,12 @@ func (a *islipAllocator) arrived(s *Switch, _ int) { a.arbitrate(s) }
 func (a *islipAllocator) arbitrate(s *Switch) {
 	f := a.f
 	n := len(s.in)
-	if s.ready == 0 && n <= 64 {
+	if !a.start(f, s) {
 		return
 	}
-	taken, matched := a.taken[:n], a.matched[:n]
-	clear(taken)
-	clear(matched)
-	a.matches = a.matches[:0]
-	f.room.sw, f.room.taken = s, taken
 	for it := 0; it < a.iters; it++ {
-		// Request.
-		a.reqs = a.reqs[:0]
-		for pi := 0; pi < n; pi++ {
-			ii := s.in[pi]
-			if ii < 0 || matched[pi] {
-				continue
-			}
-			ip := &f.in[ii]
-			if ip.xbarBusy || ip.queued == 0 {
-				continue
-			}
-			// The queues holding packets, in round-robin order from
-			// rrQ on (inqueues.go).
-			order := ip.nonEmptyFrom(ip.rrQ, a.order)
-			a.order = order.list
-			for qi, ok := order.next(); ok; qi, ok = order.next() {
-				q := &ip.queues[qi]
-				p := q.head
-				cands := f.headCandidates(s, pi, q, p)
-				f.room.blocks, f.room.in = p.blocks, ii
-				c := route.Select(cands, &f.room)
-				if c < 0 || requested(a.reqs, int32(pi), cands[c].Port) {
-					continue
-				}
-				a.reqs = append(a.reqs, request{in: int32(pi), q: int32(qi), c: cands[c]})
-			}
-		}
-		if len(a.reqs) == 0 {
+		reqs := a.request(f, s)
+		if len(reqs) == 0 {
 			break
 		}
 		// Grant: each output picks one requesting input.
@@ -109,12 +66,12 @@ func (a *islipAllocator) arbitrate(s *Switch) {
 			grants[i] = -1
 		}
 		for po := 0; po < n; po++ {
-			if taken[po] || s.out[po] < 0 {
+			if a.taken[po] || s.out[po] < 0 {
 				continue
 			}
 			best, bestDist := -1, int32(n)
-			for ri := range a.reqs {
-				r := &a.reqs[ri]
+			for ri := range reqs {
+				r := &reqs[ri]
 				if int(r.c.Port) != po {
 					continue
 				}
@@ -128,8 +85,8 @@ func (a *islipAllocator) arbitrate(s *Switch) {
 			}
 			// Accept: the input keeps the grant whose output comes first
 			// from its accept pointer on.
-			in := a.reqs[best].in
-			if g := grants[in]; g < 0 || a.acceptDist(s, in, po) < a.acceptDist(s, in, int(a.reqs[g].c.Port)) {
+			in := reqs[best].in
+			if g := grants[in]; g < 0 || a.acceptDist(s, in, po) < a.acceptDist(s, in, int(reqs[g].c.Port)) {
 				grants[in] = int32(best)
 			}
 		}
@@ -138,9 +95,8 @@ func (a *islipAllocator) arbitrate(s *Switch) {
 			if g < 0 {
 				continue
 			}
-			r := a.reqs[g]
-			matched[pi], taken[r.c.Port] = true, true
-			a.matches = append(a.matches, r)
+			r := reqs[g]
+			a.match(r)
 			if it == 0 {
 				a.grantPtr[a.ptr(s, int(r.c.Port), int32(pi))] = int32((pi + 1) % n)
 				a.acceptPtr[s.in[pi]] = int32((int(r.c.Port) + 1) % n)

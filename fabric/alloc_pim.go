@@ -3,7 +3,6 @@ package fabric
 import (
 	"math/rand/v2"
 
-	"github.com/fabemu/fabemu/fabric/route"
 	"github.com/fabemu/fabemu/internal/rng"
 )
 
@@ -30,14 +29,9 @@ type pimAllocator struct {
 	f     *Fabric
 	iters int
 	rnd   []*rand.Rand // per switch
-	// scratch for one allocation, sized to the widest switch
-	taken   []bool
-	matched []bool
-	reqs    []request
-	edges   []pimEdge
-	m       pimMatcher
-	matches []request
-	order   []int32 // scratch: an input's non-empty queues, past 64 queues
+	matching
+	edges []pimEdge
+	m     pimMatcher
 	// rows > 1 (rowed architectures, hc): every row of inputs has its own
 	// sub-switch output at each output, which grants on its own.
 	rows int
@@ -47,12 +41,8 @@ func newPIM(f *Fabric, iters int) allocator {
 	if iters == 0 {
 		iters = 1
 	}
-	widest := 0
-	for s := range f.sw {
-		widest = max(widest, len(f.sw[s].in))
-	}
 	a := &pimAllocator{f: f, iters: iters, rnd: make([]*rand.Rand, len(f.sw)),
-		taken: make([]bool, widest), matched: make([]bool, widest), rows: 1}
+		matching: newMatching(f), rows: 1}
 	if r, ok := f.arch.(rowed); ok {
 		a.rows = r.inputRows()
 	}
@@ -68,59 +58,29 @@ func (a *pimAllocator) arrived(s *Switch, _ int) { a.arbitrate(s) }
 func (a *pimAllocator) arbitrate(s *Switch) {
 	f := a.f
 	n := len(s.in)
-	if s.ready == 0 && n <= 64 {
+	if !a.start(f, s) {
 		return
 	}
-	taken, matched := a.taken[:n], a.matched[:n]
-	clear(taken)
-	clear(matched)
-	a.matches = a.matches[:0]
-	f.room.sw, f.room.taken = s, taken
 	rnd := a.rnd[s.ID]
 	for it := 0; it < a.iters; it++ {
-		// Request.
-		a.reqs, a.edges = a.reqs[:0], a.edges[:0]
-		for pi := 0; pi < n; pi++ {
-			ii := s.in[pi]
-			if ii < 0 || matched[pi] {
-				continue
-			}
-			ip := &f.in[ii]
-			if ip.xbarBusy || ip.queued == 0 {
-				continue
-			}
-			// The queues holding packets, in round-robin order from
-			// rrQ on (inqueues.go).
-			order := ip.nonEmptyFrom(ip.rrQ, a.order)
-			a.order = order.list
-			for qi, ok := order.next(); ok; qi, ok = order.next() {
-				q := &ip.queues[qi]
-				p := q.head
-				cands := f.headCandidates(s, pi, q, p)
-				f.room.blocks, f.room.in = p.blocks, ii
-				c := route.Select(cands, &f.room)
-				if c < 0 || requested(a.reqs, int32(pi), cands[c].Port) {
-					continue
-				}
-				a.reqs = append(a.reqs, request{in: int32(pi), q: int32(qi), c: cands[c]})
-				out := cands[c].Port
-				if a.rows > 1 {
-					out = out*int32(a.rows) + int32(f.arch.(rowed).inputRow(s, pi))
-				}
-				a.edges = append(a.edges, pimEdge{in: int32(pi), out: out})
-			}
-		}
-		if len(a.reqs) == 0 {
+		reqs := a.request(f, s)
+		if len(reqs) == 0 {
 			break
+		}
+		a.edges = a.edges[:0]
+		for _, r := range reqs {
+			out := r.c.Port
+			if a.rows > 1 {
+				out = out*int32(a.rows) + int32(f.arch.(rowed).inputRow(s, int(r.in)))
+			}
+			a.edges = append(a.edges, pimEdge{in: r.in, out: out})
 		}
 		// Grant and accept.
 		// With rows, two inputs of different rows may win one output in
 		// the same iteration (one per sub-switch output); later iterations
 		// leave that output alone.
 		for _, ri := range a.m.round(rnd, n*a.rows, n, a.edges) {
-			r := a.reqs[ri]
-			matched[r.in], taken[r.c.Port] = true, true
-			a.matches = append(a.matches, r)
+			a.match(reqs[ri])
 		}
 	}
 	f.grantMatches(s, a.matches)
