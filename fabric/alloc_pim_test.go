@@ -160,20 +160,11 @@ func TestPIMConvergence(t *testing.T) {
 				k := 0
 				for len(rest) > 0 {
 					k++
-					got := m.round(rnd, n, n, rest)
-					if len(got) == 0 {
+					var got int
+					got, rest = pimIteration(&m, rnd, n, rest, matchedIn, takenOut)
+					if got == 0 {
 						t.Fatalf("n=%d: an iteration over %d requests matched nothing", n, len(rest))
 					}
-					for _, ri := range got {
-						matchedIn[rest[ri].in], takenOut[rest[ri].out] = true, true
-					}
-					var next []pimEdge
-					for _, e := range rest {
-						if !matchedIn[e.in] && !takenOut[e.out] {
-							next = append(next, e)
-						}
-					}
-					rest = next
 				}
 				for _, e := range edges {
 					if !matchedIn[e.in] && !takenOut[e.out] {
@@ -222,18 +213,9 @@ func TestPIMSaturatedThroughput(t *testing.T) {
 			matchedIn, takenOut := make([]bool, n), make([]bool, n)
 			rest := edges
 			for it := 0; it < tc.iters && len(rest) > 0; it++ {
-				got := m.round(rnd, n, n, rest)
-				sent += len(got)
-				for _, ri := range got {
-					matchedIn[rest[ri].in], takenOut[rest[ri].out] = true, true
-				}
-				var next []pimEdge
-				for _, e := range rest {
-					if !matchedIn[e.in] && !takenOut[e.out] {
-						next = append(next, e)
-					}
-				}
-				rest = next
+				var got int
+				got, rest = pimIteration(&m, rnd, n, rest, matchedIn, takenOut)
+				sent += got
 			}
 		}
 		thr := float64(sent) / (n * slots)
@@ -242,4 +224,21 @@ func TestPIMSaturatedThroughput(t *testing.T) {
 			t.Errorf("pim(%d): throughput %.4f, want %.4f..%.4f", tc.iters, thr, tc.lo, tc.hi)
 		}
 	}
+}
+
+// pimIteration runs one PIM iteration of m over the requests rest of an
+// n x n switch, marks the matched inputs and outputs, and returns how many
+// it matched and the requests left with both ends free.
+func pimIteration(m *pimMatcher, rnd *rand.Rand, n int, rest []pimEdge, matchedIn, takenOut []bool) (int, []pimEdge) {
+	got := m.round(rnd, n, n, rest)
+	for _, ri := range got {
+		matchedIn[rest[ri].in], takenOut[rest[ri].out] = true, true
+	}
+	var next []pimEdge
+	for _, e := range rest {
+		if !matchedIn[e.in] && !takenOut[e.out] {
+			next = append(next, e)
+		}
+	}
+	return len(got), next
 }
