@@ -65,6 +65,27 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.timers = keep
 }
 
+// awaitTimer waits until some goroutine has a live timer due at at: a test
+// that advances the clock past a deadline must first know the loop is
+// asleep on it, or the loop finds the deadline already past and runs the
+// event late by its own fault, not by an oversleep.
+func (c *fakeClock) awaitTimer(t *testing.T, at time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		for _, tm := range c.timers {
+			if !tm.off && tm.at.Equal(at) {
+				c.mu.Unlock()
+				return
+			}
+		}
+		c.mu.Unlock()
+		time.Sleep(100 * time.Microsecond)
+	}
+	t.Fatalf("no timer armed for %v", at)
+}
+
 // wallRecorder notes the simulated time of each event it handles, and the
 // fake wall time it ran at.
 type wallRecorder struct {
@@ -253,6 +274,7 @@ func TestPacerOversleepIsValid(t *testing.T) {
 	p, eng := startPacer(t, PacerConfig{Clock: c, Interval: 10 * time.Millisecond, LagThreshold: time.Millisecond})
 	r := &wallRecorder{clock: c}
 	_ = p.Do(func() { eng.Schedule(1*Millisecond, r, 0, 0, nil) })
+	c.awaitTimer(t, c.Now().Add(time.Millisecond))
 	c.Advance(6 * time.Millisecond)
 	eventually(t, p, "late event", func() bool { return len(r.at) == 1 })
 	c.Advance(20 * time.Millisecond)
