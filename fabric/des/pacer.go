@@ -18,10 +18,13 @@ type Clock interface {
 	NewTimer(d time.Duration) Timer
 }
 
-// Timer is the part of *time.Timer a Pacer uses.
+// Timer is the part of *time.Timer a Pacer uses. Reset may be called
+// from another goroutine than the one waiting on C (as with *time.Timer
+// since Go 1.23, a value from before the Reset is not received after it).
 type Timer interface {
 	C() <-chan time.Time
 	Stop() bool
+	Reset(d time.Duration) bool
 }
 
 // WallClock is the real clock.
@@ -37,6 +40,9 @@ type wallTimer struct{ t *time.Timer }
 
 func (w wallTimer) C() <-chan time.Time { return w.t.C }
 func (w wallTimer) Stop() bool          { return w.t.Stop() }
+func (w wallTimer) Reset(d time.Duration) bool {
+	return w.t.Reset(d)
+}
 
 // Input is an external event (a frame read from a device): the wall time
 // it happened and the function that brings it into the model. Fn runs on
@@ -189,15 +195,22 @@ type Pacer struct {
 	// mu is held by whoever runs the engine (DirectInput): the loop's
 	// goroutine except while it sleeps, or a submitter running its input.
 	mu sync.Mutex
-	// kick wakes the sleeping loop after a direct run moved the engine's
-	// next event before the loop's timer (capacity 1).
-	kick chan struct{}
-	// Under mu: the sleeping loop's timer is due at sleepUntil (sleeping
-	// is false while the loop runs); stopped once Run has ended.
+	// kick wakes the sleeping loop (capacity 1); timer is its timer while
+	// it sleeps on one of the clock's (under mu), which a direct run
+	// moves instead of waking the loop (wakeLoopAt).
+	kick  chan struct{}
+	timer Timer
+	// Under mu: the sleeping loop sleeps toward the wall time sleepUntil,
+	// the due time of the engine's next event when it went to sleep (or
+	// the end of its longest sleep); sleeping is false while the loop
+	// runs; stopped once Run has ended.
 	sleeping   bool
 	sleepUntil time.Time
 	stopped    bool
 	directRuns atomic.Uint64
+	// kicks and timerMoves count how direct runs woke the loop early:
+	// by waking it (kickLoop) or by moving its timer (wakeLoopAt).
+	kicks, timerMoves atomic.Uint64
 
 	// loop-owned state (under mu)
 	inputs      uint64
@@ -311,6 +324,7 @@ func (p *Pacer) kickLoop() {
 	}
 	select {
 	case p.kick <- struct{}{}:
+		p.kicks.Add(1)
 	default:
 	}
 }
@@ -393,10 +407,32 @@ func (p *Pacer) tryDirect(in Input) (ran bool, err error) {
 			continue
 		}
 		if due.Before(p.sleepUntil) {
-			p.kickLoop()
+			p.wakeLoopAt(due, wait)
 		}
 		return true, nil
 	}
+}
+
+// wakeLoopAt makes the sleeping loop wake at due, wait from now, for an
+// event a direct run scheduled before the time the loop sleeps toward.
+// The runner moves the loop's timer itself (its timerfd, or the clock's
+// timer it sleeps on): waking the loop only for it to re-arm its timer is
+// a thread wake-up (an inter-processor interrupt on a VM, several
+// microseconds of the runner's time, and the loop then takes a CPU the
+// next frame's reader wants). Called with mu held by a direct run.
+func (p *Pacer) wakeLoopAt(due time.Time, wait time.Duration) {
+	switch {
+	case p.hr != nil:
+		p.hr.arm(wait)
+	case p.timer != nil:
+		p.timer.Reset(wait)
+	default:
+		p.kickLoop()
+		return
+	}
+	p.timerMoves.Add(1)
+	p.asked = p.clock.Now().Add(wait)
+	p.sleepUntil = due
 }
 
 func (p *Pacer) stopRequested() bool {
@@ -466,15 +502,17 @@ func (p *Pacer) Run() error {
 		if wait < 0 || wait > p.cfg.Interval {
 			wait = p.cfg.Interval
 		}
-		p.sleep(wait)
+		p.sleep(now.Add(wait), wait)
 	}
 }
 
-// sleep blocks until an input, a call, a kick, Stop or wait has passed. It
-// notes when it asked to wake and when it woke, and, woken by its timer,
-// how late (the oversleep). It is called and returns with mu held and
-// lets go of it while it waits (DirectInput submitters may run then).
-func (p *Pacer) sleep(wait time.Duration) {
+// sleep blocks until an input, a call, a kick, Stop or wait has passed;
+// until is the wall time the loop wants to look again at (the caller's
+// now plus wait). It notes when it asked to wake and when it woke, and,
+// woken by its timer, how late (the oversleep). It is called and returns
+// with mu held and lets go of it while it waits (DirectInput submitters
+// may run then).
+func (p *Pacer) sleep(until time.Time, wait time.Duration) {
 	var tc <-chan time.Time
 	var stop func()
 	if p.hr != nil {
@@ -486,13 +524,14 @@ func (p *Pacer) sleep(wait time.Duration) {
 	} else {
 		t := p.clock.NewTimer(wait)
 		tc, stop = t.C(), func() { t.Stop() }
+		p.timer = t
 	}
 	// However it was woken (its timer, an input, a call), the loop is
 	// late for what was due from when it asked to wake if it woke after.
 	// The timer counts from now, not from the caller's now, which may be
 	// a few events old: the time those events took is the loop's own lag.
 	p.asked = p.clock.Now().Add(wait)
-	p.sleeping, p.sleepUntil = true, p.asked
+	p.sleeping, p.sleepUntil = true, until
 	in := p.in
 	if p.cfg.DirectInput {
 		in = nil // see kickLoop
@@ -524,7 +563,7 @@ func (p *Pacer) sleep(wait time.Duration) {
 		stop()
 		p.mu.Lock()
 	}
-	p.sleeping = false
+	p.sleeping, p.timer = false, nil
 	// A kick left over from a direct run the loop has already seen.
 	select {
 	case <-p.kick:

@@ -1,6 +1,8 @@
 package des
 
 import (
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -46,6 +48,25 @@ func (c *fakeClock) NewTimer(d time.Duration) Timer {
 	}
 	c.timers = append(c.timers, t)
 	return t
+}
+
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	c := t.clock
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-t.c:
+	default:
+	}
+	t.at, t.off = c.now.Add(d), false
+	if d <= 0 {
+		t.c <- c.now
+		return true
+	}
+	if !slices.Contains(c.timers, t) {
+		c.timers = append(c.timers, t)
+	}
+	return true
 }
 
 func (c *fakeClock) Advance(d time.Duration) {
@@ -474,6 +495,67 @@ func TestPacerDirectInput(t *testing.T) {
 	eventually(t, p, "event scheduled by the direct input", func() bool { return len(r.at) == 1 })
 	if r.at[0] != 8*Microsecond || !r.wall[0].Equal(c.Now()) {
 		t.Errorf("event at %v ran at wall %v, want 8us at %v", r.at[0], r.wall[0], c.Now())
+	}
+}
+
+// On the real clock a direct run that schedules an event before the
+// sleeping loop's timer moves the timer (a timerfd) instead of waking the
+// loop, and the event still runs on time; a direct run that leaves the
+// loop's next event where it was neither wakes the loop nor moves its
+// timer (the loop's own target, not the later time its timer was set
+// for, is what counts: comparing with the latter woke the loop for a
+// third of the pings on an idle daemon).
+func TestPacerDirectRunMovesTheLoopTimer(t *testing.T) {
+	for _, precise := range []bool{false, true} {
+		t.Run(fmt.Sprintf("precise_timer=%v", precise), func(t *testing.T) { testDirectRunMovesTimer(t, precise) })
+	}
+}
+
+func testDirectRunMovesTimer(t *testing.T, precise bool) {
+	p, eng := startPacer(t, PacerConfig{DirectInput: true, Interval: time.Second, PreciseTimer: precise})
+	var hr bool
+	_ = p.Do(func() { hr = p.hr != nil }) // Run makes the timerfd
+	if precise && !hr {
+		t.Skip("no timerfd here")
+	}
+	ran := make(chan time.Time, 2)
+	rec := handlerFunc(func(*Event) { ran <- time.Now() })
+	var last Time
+	_ = p.Do(func() { last = eng.Now() + 400*Millisecond; eng.Schedule(last, rec, 0, 0, nil) })
+	waitAsleep(t, p)
+	sub := time.Now()
+	if err := p.Submit(Input{At: sub, Fn: func(at Time) { eng.Schedule(at+3*Millisecond, rec, 0, 0, nil) }}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Stats().DirectRuns != 1 {
+		t.Fatalf("direct runs %d, want 1", p.Stats().DirectRuns)
+	}
+	select {
+	case at := <-ran:
+		// 3 ms after the input, not at the loop's 400 ms event; the margin
+		// is for a loaded machine.
+		if late := at.Sub(sub); late < 3*time.Millisecond || late > 200*time.Millisecond {
+			t.Errorf("event due 3 ms after the input ran after %v", late)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the event scheduled by the direct run never ran")
+	}
+	if k, m := p.kicks.Load(), p.timerMoves.Load(); k != 0 || m != 1 {
+		t.Errorf("the loop was kicked %d times and its timer moved %d times, want 0 and 1", k, m)
+	}
+	// Asleep toward the 400 ms event: an input that schedules nothing
+	// leaves it the next event.
+	waitAsleep(t, p)
+	if err := p.Submit(Input{At: time.Now(), Fn: func(Time) {}}); err != nil {
+		t.Fatal(err)
+	}
+	if k, m := p.kicks.Load(), p.timerMoves.Load(); k != 0 || m != 1 {
+		t.Errorf("after an input that scheduled nothing: kicked %d, timer moved %d, want 0 and 1", k, m)
+	}
+	select {
+	case <-ran:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the loop's own event never ran")
 	}
 }
 
