@@ -148,10 +148,10 @@ func writeStatus(w io.Writer, st *emu.Status) error {
 		fmt.Fprintln(w)
 	}
 
-	hosts := &report.Table{Title: "TAP hosts", Columns: cols("tap", "host", "netns", "frames in", "bytes in", "frames out (inline)", "bytes out", "refused in/out (kernel)", "unknown unicast", "stalls reader/admit/lag", "egress holds (s)")}
+	hosts := &report.Table{Title: "TAP hosts", Columns: cols("tap", "host", "netns", "frames in (picked up)", "bytes in", "frames out (inline)", "bytes out", "refused in/out (kernel)", "unknown unicast", "stalls reader/admit/lag", "egress holds (s)")}
 	for _, h := range st.Hosts {
 		hosts.Rows = append(hosts.Rows, []string{h.TAP, fmt.Sprint(h.Host), h.Netns,
-			report.FormatUint(h.FramesIn), report.FormatUint(h.BytesIn), fmt.Sprintf("%s (%s)", report.FormatUint(h.FramesOut), report.FormatUint(h.InlineWrites)), report.FormatUint(h.BytesOut),
+			fmt.Sprintf("%s (%s)", report.FormatUint(h.FramesIn), report.FormatUint(h.PickedUp)), report.FormatUint(h.BytesIn), fmt.Sprintf("%s (%s)", report.FormatUint(h.FramesOut), report.FormatUint(h.InlineWrites)), report.FormatUint(h.BytesOut),
 			fmt.Sprintf("%d/%d (%d/%d)", sum(h.InRefused), sum(h.OutRefused), h.InRefused["kernel"], h.OutRefused["kernel"]), report.FormatUint(h.UnknownUnicast),
 			fmt.Sprintf("%d/%d/%d", h.ReaderStalls, h.AdmitStalls, h.LagStalls), fmt.Sprintf("%d (%s)", h.EgressHolds, f3(h.EgressHeldSeconds))})
 	}

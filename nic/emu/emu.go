@@ -101,6 +101,12 @@ type port struct {
 	holds      uint64
 	heldTotal  time.Duration
 	closedHeld uint64 // frames still waiting for room when the daemon stopped
+
+	// picker reads the answers to inline writes on the writing goroutine
+	// (nil if the device cannot); picking is set while the port is on the
+	// emulator's pick list (under Emulator.pickMu).
+	picker  frameport.PickerUpper
+	picking bool
 }
 
 // frameRef is a frame read from a TAP and the copies of it in the fabric.
@@ -140,6 +146,11 @@ type Emulator struct {
 	pacer *des.Pacer
 	ports []*port
 	start time.Time
+
+	// pickMu guards picks: the ports written to since a reader last
+	// looked for answers queued by inline writes (pickup.go).
+	pickMu sync.Mutex
+	picks  []*port
 
 	macs    map[ether.MAC]*port // loop-owned
 	streams map[[2]int]*stream  // loop-owned
@@ -437,6 +448,9 @@ func (e *Emulator) attach() error {
 			p.room = r
 			r.OnWriteRoom(func() { e.writerRoom(p) })
 		}
+		if pu, ok := p.dev.(frameport.PickerUpper); ok {
+			p.picker = pu
+		}
 	}
 	if e.cfg.Pacing.DilationAuto {
 		e.cfg.Pacing.Dilation = e.calibrate(calibrateFor)
@@ -516,11 +530,22 @@ func (e *Emulator) Start() error {
 	return nil
 }
 
-// submit runs on p's reader goroutine: it waits until p's host has room in
-// the fabric, then hands the frame straight to the pacer's input queue. It
-// returns false (the reader refuses the frame and stops) once the emulator
-// is stopping.
+// submit runs on p's reader goroutine: it submits the frame, then picks
+// up what inline writes made the kernel answer at once (pickup.go). It
+// returns false (the reader refuses the frame and stops) once the
+// emulator is stopping.
 func (e *Emulator) submit(p *port, f *frameport.Frame) bool {
+	if !e.submitFrame(p, f) {
+		return false
+	}
+	e.pickUp()
+	return true
+}
+
+// submitFrame waits until p's host has room in the fabric, then hands the
+// frame to the pacer (run at once on this goroutine if the loop is asleep:
+// pacing.direct_input); false once the emulator is stopping.
+func (e *Emulator) submitFrame(p *port, f *frameport.Frame) bool {
 	cost := len(f.Data)
 	if !e.awaitLag(p) || !e.acquire(p, cost) {
 		return false
@@ -676,6 +701,9 @@ func (e *Emulator) write(q *port, ef egressFrame) {
 		q.writeRefused++
 	} else {
 		q.delivered++
+		if q.picker != nil {
+			e.notePick(q)
+		}
 		if e.pcap != nil {
 			e.pcap.record(q, e.pacer.WallTime(ef.at), rec, ef.comment)
 		}

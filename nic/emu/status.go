@@ -99,6 +99,10 @@ type HostStatus struct {
 	// InlineWrites counts the delivered frames the model's loop wrote to
 	// the device itself (tx_inline: small frames, writer idle).
 	InlineWrites uint64 `json:"inline_writes"`
+	// PickedUp counts the frames read from this device by the goroutine
+	// that had just written to it inline, instead of by its reader
+	// (pickup.go: an echo reply, an immediate ACK).
+	PickedUp uint64 `json:"picked_up"`
 	// Lossless egress (egress.go). EgressHolds counts the times this
 	// device's writer queue was full, so its NIC held reception and the
 	// fabric backed up; EgressHeldSeconds is the wall time held in all;
@@ -226,6 +230,9 @@ func (e *Emulator) status() *Status {
 			HeldPackets: s.Fabric.HeldPackets(p.host), ClosedHeld: p.closedHeld}
 		if iw, ok := p.dev.(interface{ InlineWrites() uint64 }); ok {
 			h.InlineWrites = iw.InlineWrites()
+		}
+		if pu, ok := p.dev.(interface{ PickUps() uint64 }); ok {
+			h.PickedUp = pu.PickUps()
 		}
 		wt := p.dev.WriteTiming()
 		h.Path = FramePath{ReadToSubmit: p.tSubmit.Summarize(1), SubmitToIngress: p.tIngress.Summarize(1),

@@ -100,6 +100,22 @@ type WriteRoomer interface {
 	OnWriteRoom(fn func())
 }
 
+// PickerUpper is a Port that can hand over, on the caller's goroutine, a
+// frame that one of its own inline writes made the kernel answer at once
+// (an ICMP echo, a TCP segment's immediate ACK): the reply is waiting in
+// the port's queue when the write returns, and reading it there saves the
+// reader's wake-up.
+type PickerUpper interface {
+	// PickUp reads at most one frame without waiting, only if an inline
+	// Send armed the port since the last PickUp and the port's reader is
+	// not itself handing a frame over, and passes it to handle as the
+	// reader would (same validation, counters and ownership). Frames keep
+	// their order: the reader and PickUp hand over one frame at a time.
+	// It reports whether a frame was handed over. handle must not call
+	// PickUp on the same port.
+	PickUp(handle func(*Frame) bool) bool
+}
+
 // KernelDropper is a Port whose kernel device counts frames it dropped
 // itself, outside the port's view.
 type KernelDropper interface {

@@ -38,6 +38,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/fabemu/fabemu/internal/netnsutil"
@@ -159,10 +160,20 @@ type Device struct {
 	reclaimed bool
 	log       *zap.Logger
 
-	file   *os.File // queue 0, non-blocking, registered with the runtime poller
-	pool   *frameport.Pool
-	bufLen int    // frame buffer: headroom, the longest frame any MTU allows, one spare byte
-	segBuf []byte // writer-owned scratch for software segmentation
+	file *os.File // queue 0, non-blocking, registered with the runtime poller
+	raw  syscall.RawConn
+	// rmu is held by whoever reads a frame and hands it over: the reader
+	// (not while it waits for the device to be readable) or a PickUp.
+	rmu sync.Mutex
+	// fdMu keeps Close from closing the fd under a PickUp, which reads
+	// the raw descriptor (the poller's read lock is the parked reader's).
+	fdMu    sync.RWMutex
+	fd      int         // -1 once closed
+	pickArm atomic.Bool // an inline write since the last PickUp
+	pickUps atomic.Uint64
+	pool    *frameport.Pool
+	bufLen  int    // frame buffer: headroom, the longest frame any MTU allows, one spare byte
+	segBuf  []byte // writer-owned scratch for software segmentation
 
 	txMu     sync.RWMutex // guards txClosed against Send racing Close
 	txClosed bool
@@ -193,6 +204,7 @@ type Device struct {
 var _ frameport.Port = (*Device)(nil)
 var _ frameport.WriteRoomer = (*Device)(nil)
 var _ frameport.KernelDropper = (*Device)(nil)
+var _ frameport.PickerUpper = (*Device)(nil)
 
 // Create reclaims a stale device of the same name, creates the TAP device,
 // sets its MAC and MTU, moves it into cfg.Netns if set, adds cfg.Addrs and
@@ -310,6 +322,14 @@ func Create(cfg Config) (d *Device, err error) {
 		_ = d.file.Close()
 		d.deleteLink()
 	})
+	raw, err := d.file.SyscallConn()
+	if err == nil {
+		err = raw.Control(func(fd uintptr) { d.fd = int(fd) })
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tap %s: the queue's descriptor: %w", cfg.Name, err)
+	}
+	d.raw = raw
 
 	if cfg.Offload {
 		if err := setOffload(d.file); err != nil {
@@ -585,7 +605,11 @@ func (d *Device) Close() error {
 
 		close(d.done)
 		errs := []error{}
-		if err := d.file.Close(); err != nil {
+		d.fdMu.Lock()
+		d.fd = -1
+		err := d.file.Close()
+		d.fdMu.Unlock()
+		if err != nil {
 			errs = append(errs, fmt.Errorf("tap %s: closing queue: %w", d.name, err))
 		}
 		d.readerWG.Wait()
