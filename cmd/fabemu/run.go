@@ -44,6 +44,7 @@ type runFlags struct {
 	dilation    string
 	cpuprofile  string
 	precise     bool
+	rtprio      int
 	pcapOut     string
 }
 
@@ -104,6 +105,7 @@ namespaces).`,
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (overrides log.level)")
 	fs.StringVar(&f.dilation, "dilation", "", "wall seconds per simulated second, or auto: measure the model's speed at start and take the smallest dilation it keeps up with (overrides pacing.dilation, pacing.dilation_auto)")
 	fs.BoolVar(&f.precise, "precise-timer", false, "sleep on a timerfd (sets pacing.precise_timer)")
+	fs.IntVar(&f.rtprio, "realtime-priority", -1, "run every daemon thread under SCHED_FIFO at this priority, 1-99, 0 = off (overrides pacing.realtime_priority)")
 	fs.StringVar(&f.pcapOut, "pcap-out", "", "record every frame written to a TAP to this pcapng file (overrides pcap_out)")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	_ = fs.MarkHidden("cpuprofile")
@@ -192,6 +194,9 @@ func (f *runFlags) resolve(cmd *cobra.Command) (emu.RunConfig, error) {
 	}
 	if f.precise {
 		cfg.Pacing.PreciseTimer = true
+	}
+	if f.rtprio >= 0 {
+		cfg.Pacing.RealtimePriority = f.rtprio
 	}
 	if f.pcapOut != "" {
 		cfg.PcapOut = f.pcapOut

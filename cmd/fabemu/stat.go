@@ -134,6 +134,9 @@ func writeStatus(w io.Writer, st *emu.Status) error {
 		st.Fabric.SimSeconds, f3(p.Lag.P50/1e3), f3(p.Lag.P99/1e3), f3(p.Lag.Max/1e3),
 		f3(p.WakeLag.P50/1e3), f3(p.WakeLag.P99/1e3), f3(p.WakeLag.Max/1e3),
 		f3(p.ExcessLag.P50/1e3), f3(p.ExcessLag.P99/1e3), f3(p.ExcessLag.Max/1e3), f3(float64(p.Behind)/1e3))
+	if st.RealtimePriority > 0 {
+		fmt.Fprintf(w, "scheduling: every daemon thread SCHED_FIFO, priority %d\n", st.RealtimePriority)
+	}
 	fmt.Fprintf(w, "real time: valid %.1f%% of the time; intervals not valid %d of %d (excess lag over %v); inputs refused %d; run by their reader %s of %s\n",
 		100*p.ValidFraction, p.Invalid, p.Intervals, p.LagThreshold, p.InputsRefused, report.FormatUint(p.DirectRuns), report.FormatUint(p.Inputs))
 	fmt.Fprintf(w, "fabric: %s packets delivered, %.3f Gb/s accepted (payload, simulated time), latency p50 / p99 %s / %s ns\n\n",

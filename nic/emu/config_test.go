@@ -26,6 +26,8 @@ func TestRunConfigValidate(t *testing.T) {
 		{"own netns without netns", func(c *RunConfig) { c.TAPs[0].Netns = "" }, "own_netns needs netns"},
 		{"dilation", func(c *RunConfig) { c.Pacing.Dilation = 0 }, "dilation"},
 		{"admit", func(c *RunConfig) { c.AdmitBytes = 10 }, "admit_bytes"},
+		{"realtime priority", func(c *RunConfig) { c.Pacing.RealtimePriority = 100 }, "pacing.realtime_priority 100"},
+		{"negative realtime priority", func(c *RunConfig) { c.Pacing.RealtimePriority = -1 }, "pacing.realtime_priority -1"},
 		{"log", func(c *RunConfig) { c.Log.Format = "xml" }, "log.format"},
 	} {
 		c := good()

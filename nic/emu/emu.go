@@ -42,6 +42,7 @@ package emu
 import (
 	"errors"
 	"fmt"
+	"github.com/fabemu/fabemu/internal/rtsched"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -517,6 +518,12 @@ func (e *Emulator) calibrate(budget time.Duration) float64 {
 
 // Start runs the pacer loop and starts every device's reader and writer.
 func (e *Emulator) Start() error {
+	if prio := e.cfg.Pacing.RealtimePriority; prio > 0 {
+		if err := rtsched.SetFIFO(prio); err != nil {
+			return fmt.Errorf("pacing.realtime_priority: %w", err)
+		}
+		e.log.Info("every daemon thread runs under SCHED_FIFO", zap.Int("priority", prio))
+	}
 	e.start = time.Now()
 	go func() { e.loopErr <- e.pacer.Run() }()
 	if e.bgCap != nil {

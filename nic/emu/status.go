@@ -32,6 +32,9 @@ type Status struct {
 	// DilationAuto says it was measured at start (dilation auto).
 	Dilation     float64 `json:"dilation"`
 	DilationAuto bool    `json:"dilation_auto"`
+	// RealtimePriority is the SCHED_FIFO priority of the daemon's threads
+	// (pacing.realtime_priority; 0: the normal policy).
+	RealtimePriority int `json:"realtime_priority"`
 	// BackgroundTrace is the progress of background.trace (absent if none).
 	BackgroundTrace *replay.LiveProgress `json:"background_trace,omitempty"`
 	// BackgroundCapture is background.capture's accounting (absent if none).
@@ -199,7 +202,7 @@ func (e *Emulator) status() *Status {
 	st := &Status{Schema: StatusSchema, UptimeSeconds: time.Since(e.start).Seconds(),
 		Preset: e.cfg.Model.Preset, Topology: s.Topo.Describe(), Delivery: string(s.Net.Mode()),
 		Routing: string(s.Router.Mode()), BackgroundHosts: len(e.background), BackgroundLoad: e.bgLoad,
-		Dilation: e.cfg.Pacing.Dilation, DilationAuto: e.dilationAuto}
+		Dilation: e.cfg.Pacing.Dilation, DilationAuto: e.dilationAuto, RealtimePriority: e.cfg.Pacing.RealtimePriority}
 	if e.pcap != nil {
 		st.PcapOut = e.pcap.status()
 	}
