@@ -18,7 +18,9 @@ import (
 
 	"github.com/fabemu/fabemu/internal/netnsutil"
 	"github.com/fabemu/fabemu/internal/privtest"
+	"github.com/fabemu/fabemu/internal/rtsched"
 	"go.uber.org/zap/zaptest"
+	"golang.org/x/sys/unix"
 )
 
 // pair returns a config of two TAPs in two namespaces of their own, named
@@ -363,5 +365,39 @@ func TestPingOverheadIdle(t *testing.T) {
 	// pickup does not happen.
 	if h := st.Hosts[1]; h.PickedUp < uint64(len(rtts))/4 {
 		t.Errorf("%s: %d of %d echo replies picked up by the writer, want at least a quarter", h.TAP, h.PickedUp, len(rtts))
+	}
+}
+
+// TestRealtimePriority: with pacing.realtime_priority every daemon thread
+// runs under SCHED_FIFO at that priority, the status says so, and frames
+// still cross; the test puts the process back afterwards.
+func TestRealtimePriority(t *testing.T) {
+	privtest.Require(t, "TAP devices, network namespaces and SCHED_FIFO")
+	c := pair(t, "rt", "ib-edr-pair", [2]int{0, 1})
+	c.Pacing.RealtimePriority = 2
+	t.Cleanup(func() {
+		if err := rtsched.SetFIFO(0); err != nil {
+			t.Error(err)
+		}
+	})
+	e := start(t, c)
+	if rtts := ping(t, c.TAPs[0].Netns, "10.251.0.2", 5); len(rtts) != 5 {
+		t.Fatalf("%d of 5 pings answered", len(rtts))
+	}
+	st, err := e.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.RealtimePriority != 2 {
+		t.Errorf("status realtime_priority %d, want 2", st.RealtimePriority)
+	}
+	tids, err := rtsched.Threads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tid := range tids {
+		if pol, prio, err := rtsched.Policy(tid); err == nil && (pol != unix.SCHED_FIFO || prio != 2) {
+			t.Errorf("thread %d: policy %d priority %d, want SCHED_FIFO at 2", tid, pol, prio)
+		}
 	}
 }
