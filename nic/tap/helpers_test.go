@@ -1,6 +1,7 @@
 package tap
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/fabemu/fabemu/internal/netnsutil"
 	"github.com/fabemu/fabemu/internal/privtest"
+	"github.com/fabemu/fabemu/nic/ether"
 	"github.com/vishvananda/netlink"
 )
 
@@ -186,4 +188,36 @@ func within(d time.Duration, cond func() bool) bool {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return cond()
+}
+
+// checksum is the Internet checksum (RFC 1071) of b.
+func checksum(b []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(b[i:]))
+	}
+	if len(b)%2 == 1 {
+		sum += uint32(b[len(b)-1]) << 8
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}
+
+// ipv4Frame builds an Ethernet/IPv4 frame (no options, TTL 64, don't
+// fragment) from src to dst carrying l4 as protocol proto.
+func ipv4Frame(dstMAC, srcMAC ether.MAC, src, dst netip.Addr, proto byte, l4 []byte) []byte {
+	b := make([]byte, 0, ether.HeaderLen+20+len(l4))
+	b = append(b, dstMAC[:]...)
+	b = append(b, srcMAC[:]...)
+	b = append(b, 0x08, 0x00)
+	ip := len(b)
+	b = append(b, 0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, proto, 0, 0)
+	s4, d4 := src.As4(), dst.As4()
+	b = append(b, s4[:]...)
+	b = append(b, d4[:]...)
+	binary.BigEndian.PutUint16(b[ip+2:], uint16(20+len(l4)))
+	binary.BigEndian.PutUint16(b[ip+10:], checksum(b[ip:ip+20]))
+	return append(b, l4...)
 }

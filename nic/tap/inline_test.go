@@ -14,31 +14,14 @@ import (
 // udpFrame builds an Ethernet/IPv4/UDP frame to dst carrying "seq:"+seq
 // padded to payload bytes (UDP checksum 0: none, allowed over IPv4).
 func udpFrame(dstMAC ether.MAC, src, dst netip.Addr, port uint16, seq uint32, payload int) []byte {
-	b := make([]byte, 0, ether.HeaderLen+28+payload)
-	b = append(b, dstMAC[:]...)
-	b = append(b, 2, 0, 0, 0, 0, 9) // source MAC
-	b = append(b, 0x08, 0x00)
-	ip := len(b)
-	b = append(b, 0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0)
-	s4, d4 := src.As4(), dst.As4()
-	b = append(b, s4[:]...)
-	b = append(b, d4[:]...)
-	binary.BigEndian.PutUint16(b[ip+2:], uint16(28+payload))
-	var sum uint32
-	for i := ip; i < ip+20; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	binary.BigEndian.PutUint16(b[ip+10:], ^uint16(sum))
-	b = binary.BigEndian.AppendUint16(b, 40000)
-	b = binary.BigEndian.AppendUint16(b, port)
-	b = binary.BigEndian.AppendUint16(b, uint16(8+payload))
-	b = append(b, 0, 0)
+	udp := make([]byte, 0, 8+payload)
+	udp = binary.BigEndian.AppendUint16(udp, 40000)
+	udp = binary.BigEndian.AppendUint16(udp, port)
+	udp = binary.BigEndian.AppendUint16(udp, uint16(8+payload))
+	udp = append(udp, 0, 0)
 	body := binary.BigEndian.AppendUint32([]byte("seq:"), seq)
 	body = append(body, make([]byte, payload-len(body))...)
-	return append(b, body...)
+	return ipv4Frame(dstMAC, ether.MAC{2, 0, 0, 0, 0, 9}, src, dst, 17, append(udp, body...))
 }
 
 // TestInlineWritesKeepOrder: with InlineWriteMax (and no quiet gap

@@ -11,42 +11,15 @@ import (
 	"github.com/fabemu/fabemu/nic/ether"
 )
 
-// checksum is the Internet checksum (RFC 1071) of b.
-func checksum(b []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	if len(b)%2 == 1 {
-		sum += uint32(b[len(b)-1]) << 8
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
-}
-
 // echoRequest builds an Ethernet/IPv4/ICMP echo request from src (MAC
 // srcMAC) to dst with identifier 0x4645 and sequence seq, padded to
 // payload bytes of data.
 func echoRequest(dstMAC, srcMAC ether.MAC, src, dst netip.Addr, seq uint16, payload int) []byte {
-	b := make([]byte, 0, ether.HeaderLen+28+payload)
-	b = append(b, dstMAC[:]...)
-	b = append(b, srcMAC[:]...)
-	b = append(b, 0x08, 0x00)
-	ip := len(b)
-	b = append(b, 0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 1, 0, 0)
-	s4, d4 := src.As4(), dst.As4()
-	b = append(b, s4[:]...)
-	b = append(b, d4[:]...)
-	binary.BigEndian.PutUint16(b[ip+2:], uint16(28+payload))
-	binary.BigEndian.PutUint16(b[ip+10:], checksum(b[ip:ip+20]))
-	icmp := len(b)
-	b = append(b, 8, 0, 0, 0, 0x46, 0x45)
-	b = binary.BigEndian.AppendUint16(b, seq)
-	b = append(b, make([]byte, payload)...)
-	binary.BigEndian.PutUint16(b[icmp+2:], checksum(b[icmp:]))
-	return b
+	icmp := []byte{8, 0, 0, 0, 0x46, 0x45}
+	icmp = binary.BigEndian.AppendUint16(icmp, seq)
+	icmp = append(icmp, make([]byte, payload)...)
+	binary.BigEndian.PutUint16(icmp[2:], checksum(icmp))
+	return ipv4Frame(dstMAC, srcMAC, src, dst, 1, icmp)
 }
 
 // echoReplySeq returns the sequence number of an ICMP echo reply with
