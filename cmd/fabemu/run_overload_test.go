@@ -19,10 +19,18 @@ import (
 func TestDaemonOverloadSIGTERM(t *testing.T) {
 	privtest.Require(t, "TAP devices and network namespaces")
 	bin := buildBinary(t)
-	id := fmt.Sprint(os.Getpid()%100000 + 1)
+	// Also under SCHED_FIFO (pacing.realtime_priority), where a model that
+	// cannot keep up spins at real-time priority: the signal must still be
+	// handled and the drain deadline kept.
+	for i, pacing := range []string{"{max_lag: 50ms}", "{max_lag: 50ms, realtime_priority: 5}"} {
+		t.Run(pacing, func(t *testing.T) { testOverloadSIGTERM(t, bin, fmt.Sprint(os.Getpid()%100000+1+i), pacing) })
+	}
+}
+
+func testOverloadSIGTERM(t *testing.T, bin, id, pacing string) {
 	const drain = 500 * time.Millisecond // loadConfig's drain_timeout
 	cfg, sock, nss, taps := loadConfig(t, t.TempDir(), "o"+id,
-		"pacing: {max_lag: 50ms}\nbackground:\n  enabled: true\n  traffic: {load: 0.5}\n")
+		"pacing: "+pacing+"\nbackground:\n  enabled: true\n  traffic: {load: 0.5}\n")
 	cleanupNamespaces(t, nss)
 	d := startDaemon(t, bin, cfg, sock)
 
@@ -44,8 +52,11 @@ func TestDaemonOverloadSIGTERM(t *testing.T) {
 			t.Fatalf("no lag stall: behind %v, hosts %+v", st.Pacer.Behind, st.Hosts)
 		}
 	}
-	t.Logf("behind %v, lag stalls %d, valid %.2f, excess lag max %.0f ms", st.Pacer.Behind, st.Hosts[0].LagStalls,
-		st.Pacer.ValidFraction, st.Pacer.ExcessLag.Max/1e6)
+	t.Logf("behind %v, lag stalls %d, valid %.2f, excess lag max %.0f ms, SCHED_FIFO priority %d", st.Pacer.Behind, st.Hosts[0].LagStalls,
+		st.Pacer.ValidFraction, st.Pacer.ExcessLag.Max/1e6, st.RealtimePriority)
+	if want := strings.Contains(pacing, "realtime_priority"); want != (st.RealtimePriority > 0) {
+		t.Errorf("pacing %s: the daemon reports SCHED_FIFO priority %d", pacing, st.RealtimePriority)
+	}
 
 	// Exit 0 within drain_timeout + 1 s, nothing left behind.
 	took := sigterm(t, d, drain+time.Second, sock, nss, taps)
