@@ -169,6 +169,8 @@ type Emulator struct {
 	closeOnce  sync.Once
 	closeErr   error
 	lagWarn    lagWarner
+	stopWatch  chan struct{} // closed by Close: the validity watcher ends
+	watching   sync.WaitGroup
 	rates      rateState
 	// bg is the synthetic background load (nil if none), loop-owned;
 	// bgLoad its offered load, bgHosts the hosts it may run on (those
@@ -304,7 +306,7 @@ func newEmulator(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 	n := sess.Topo.NumHosts()
 	e := &Emulator{cfg: cfg, model: model, log: log, sess: sess,
 		macs: map[ether.MAC]*port{}, streams: map[[2]int]*stream{},
-		loopErr: make(chan error, 1), arrivals: ep}
+		loopErr: make(chan error, 1), arrivals: ep, stopWatch: make(chan struct{})}
 	e.doneFn = e.delivered
 	e.wake = egressWake{e}
 	if len(cfg.TAPs) > n {
@@ -526,6 +528,8 @@ func (e *Emulator) Start() error {
 	}
 	e.start = time.Now()
 	go func() { e.loopErr <- e.pacer.Run() }()
+	e.watching.Add(1)
+	go func() { defer e.watching.Done(); e.watchValidity() }()
 	if e.bgCap != nil {
 		e.bgCap.start(e.pacer)
 	}
@@ -773,6 +777,8 @@ func (e *Emulator) stopReading() {
 // (and namespace) the emulator created. It is idempotent.
 func (e *Emulator) Close() error {
 	e.closeOnce.Do(func() {
+		close(e.stopWatch)
+		e.watching.Wait()
 		e.stopReading()
 		e.pacer.Stop()
 		if e.start != (time.Time{}) {

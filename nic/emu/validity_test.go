@@ -1,8 +1,11 @@
 package emu
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/fabemu/fabemu/fabric/des"
 )
 
 // An idle daemon is real-time valid: its events run late only by the
@@ -48,4 +51,45 @@ func TestIdleDaemonValid(t *testing.T) {
 		t.Logf("window %d: recent %+v", window, p.Recent)
 	}
 	t.Errorf("no window of 10 s had 10 valid intervals out of 3 tried")
+}
+
+// The watcher's line names the cause: a model behind its load (lag
+// stalls), threads waiting for a CPU (keeps up, normal scheduling: advise
+// the real-time priority), or a host that did not run the daemon although
+// it had the priority; nothing when every interval was valid. The worst
+// excess lag is that of the intervals since the last look only.
+func TestValidityWarning(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	recent := []des.IntervalReport{
+		{Start: t0, End: t0.Add(time.Second), MaxLag: 9 * time.Millisecond}, // before the last look
+		{Start: t0.Add(11 * time.Second), End: t0.Add(12 * time.Second), MaxLag: 3 * time.Millisecond},
+		{Start: t0.Add(14 * time.Second), End: t0.Add(15 * time.Second), MaxLag: 2 * time.Millisecond},
+	}
+	since := t0.Add(10 * time.Second)
+	prev := validityLook{intervals: 10, invalid: 1, lagStalls: 4}
+	for _, tc := range []struct {
+		name string
+		cur  validityLook
+		prio int
+		want string // in the cause; "" for no warning
+	}{
+		{"all valid", validityLook{intervals: 20, invalid: 1, lagStalls: 4}, 0, ""},
+		{"behind", validityLook{intervals: 20, invalid: 3, lagStalls: 9}, 0, "max_lag"},
+		{"preempted", validityLook{intervals: 20, invalid: 3, lagStalls: 4}, 0, "realtime_priority"},
+		{"preempted under SCHED_FIFO", validityLook{intervals: 20, invalid: 3, lagStalls: 4}, 10, "did not run the daemon"},
+	} {
+		msg, cause, worst := validityWarning(prev, tc.cur, recent, since, tc.prio)
+		if tc.want == "" {
+			if msg != "" {
+				t.Errorf("%s: warned %q", tc.name, msg)
+			}
+			continue
+		}
+		if !strings.Contains(msg, "2 of the last 10 one-second intervals") || !strings.Contains(cause, tc.want) {
+			t.Errorf("%s: %q, cause %q; want 2 of 10 intervals and a cause naming %q", tc.name, msg, cause, tc.want)
+		}
+		if worst != 3*time.Millisecond {
+			t.Errorf("%s: worst excess lag %v, want 3ms (the intervals since the last look)", tc.name, worst)
+		}
+	}
 }
