@@ -142,23 +142,12 @@ func (a *rrAllocator) tryInput(s *Switch, pi int) bool {
 	return false
 }
 
-// tryWide is tryInput for an input with more than 64 queues: the words of
-// its bit set from rrQ's on, round to it again, the first of them from
-// rrQ's bit on, its second visit below rrQ's bit.
+// tryWide is tryInput for an input with more than 64 queues: its bit set
+// word by word in round-robin order from rrQ on (inPort.wideWord).
 func (a *rrAllocator) tryWide(s *Switch, pi int, ip *inPort) bool {
-	start, nw := ip.rrQ, len(ip.nonEmpty)
-	w0, below := start>>6, uint64(1)<<uint(start&63)-1
-	for k := 0; k <= nw; k++ {
-		w := w0 + k
-		if w >= nw {
-			w -= nw
-		}
-		m := ip.nonEmpty[w]
-		if k == 0 {
-			m &^= below
-		} else if k == nw {
-			m &= below
-		}
+	start := ip.rrQ
+	for k := 0; k <= len(ip.nonEmpty); k++ {
+		w, m := ip.wideWord(start, k)
 		if a.pref != 0 {
 			m &= wordRange(w, a.lo, a.hi)
 		}

@@ -39,22 +39,11 @@ func (ip *inPort) popQ(v int) *Packet {
 	return p
 }
 
-// rotatedSet returns, for an input of up to 64 queues, its set of
-// non-empty queues rotated so that queue start's bit comes first: the bits
-// in increasing order are then the queues in round-robin order from start
-// on (start, start+1, ..., the last, 0, ..., start-1), queue (bit + start)
-// mod 64. For an input of more queues it returns 0 and appends that order
-// to list instead (appendWide).
-func (ip *inPort) rotatedSet(start int, list []int32) (uint64, []int32) {
-	if len(ip.nonEmpty) == 1 {
-		return bits.RotateLeft64(ip.nonEmpty[0], -start), list
-	}
-	return 0, ip.appendWide(list, start)
-}
-
 // queueOrder walks the non-empty queues of an input in round-robin order
-// from a start queue on (rotatedSet): the bits of m while it has any,
-// then the list, for inputs of more than 64 queues.
+// from a start queue on: with up to 64 queues, the bits of the set
+// rotated so that start's bit comes first (in increasing order they are
+// the queues start, start+1, ..., the last, 0, ..., start-1: queue
+// (bit + start) mod 64); for inputs of more queues, a list (appendWide).
 type queueOrder struct {
 	m     uint64
 	start int
@@ -87,28 +76,36 @@ func (o *queueOrder) next() (int, bool) {
 }
 
 // appendWide appends to list the queues of ip holding packets in
-// round-robin order from queue start on: the words from start's on, round
-// to it again, the first of them from start's bit on, its second visit
-// below start's bit.
+// round-robin order from queue start on (an input of more than 64 queues).
 func (ip *inPort) appendWide(list []int32, start int) []int32 {
-	nw := len(ip.nonEmpty)
-	w0, below := start>>6, uint64(1)<<uint(start&63)-1
-	for k := 0; k <= nw; k++ {
-		w := w0 + k
-		if w >= nw {
-			w -= nw
-		}
-		m := ip.nonEmpty[w]
-		if k == 0 {
-			m &^= below
-		} else if k == nw {
-			m &= below
-		}
+	for k := 0; k <= len(ip.nonEmpty); k++ {
+		w, m := ip.wideWord(start, k)
 		for ; m != 0; m &= m - 1 {
 			list = append(list, int32(w<<6+bits.TrailingZeros64(m)))
 		}
 	}
 	return list
+}
+
+// wideWord returns step k (0 to len(nonEmpty)) of a round-robin walk from
+// queue start over the bit set of an input of more than 64 queues: the
+// word w to visit and its bits to visit. The walk takes the words from
+// start's on, round to it again, the first of them from start's bit on,
+// its second visit below start's bit.
+func (ip *inPort) wideWord(start, k int) (w int, m uint64) {
+	nw := len(ip.nonEmpty)
+	if w = start>>6 + k; w >= nw {
+		w -= nw
+	}
+	m = ip.nonEmpty[w]
+	below := uint64(1)<<uint(start&63) - 1
+	switch k {
+	case 0:
+		m &^= below
+	case nw:
+		m &= below
+	}
+	return w, m
 }
 
 // CheckQueueIndex verifies, for tests, that every switch input's bit set

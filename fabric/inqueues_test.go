@@ -1,14 +1,13 @@
 package fabric
 
 import (
-	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
 )
 
 // TestQueueSetOrder: the bit set of non-empty queues follows pushes and
-// pops, and rotatedSet and wordRange visit exactly the queues, in the
+// pops, and nonEmptyFrom and wordRange visit exactly the queues, in the
 // order, that a scan of every queue from a start position would (one word
 // and several, every start).
 func TestQueueSetOrder(t *testing.T) {
@@ -35,9 +34,10 @@ func TestQueueSetOrder(t *testing.T) {
 						want = append(want, int32(v))
 					}
 				}
-				m, got := ip.rotatedSet(start, nil)
-				for ; m != 0; m &= m - 1 {
-					got = append(got, int32((bits.TrailingZeros64(m)+start)&63))
+				var got []int32
+				order := ip.nonEmptyFrom(start, nil)
+				for qi, ok := order.next(); ok; qi, ok = order.next() {
+					got = append(got, int32(qi))
 				}
 				if !slices.Equal(got, want) {
 					t.Fatalf("%d queues from %d: %v, want %v", n, start, got, want)
