@@ -343,6 +343,16 @@ func findExact(saqs []saq, vl int8, path string) int {
 	return -1
 }
 
+// freeSAQ returns the first SAQ not in use, or -1 (all are).
+func freeSAQ(saqs []saq) int {
+	for k := range saqs {
+		if !saqs[k].active {
+			return k
+		}
+	}
+	return -1
+}
+
 // enqueue: the CAM lookup of an arriving packet (§3.6).
 func (a *recnArch) enqueue(ip *inPort, p *Packet) int {
 	a.setup()
@@ -420,26 +430,23 @@ func (a *recnArch) sendDown(oi int32, kind uint8, vl int8, path string) {
 // allocate takes a free SAQ of port rp for (vl, path), or returns -1 when
 // all are in use (§3.8).
 func (a *recnArch) allocate(rp *recnPort, vl int8, path string, parent int32, parentSAQ int) int {
-	for k := range rp.saqs {
-		s := &rp.saqs[k]
-		if s.active {
-			continue
-		}
-		a.gen++
-		*s = saq{active: true, vl: vl, path: path, parent: parent, parentSAQ: parentSAQ, gen: a.gen}
-		rp.inUse++
-		if a.atNIC(rp) {
-			a.stats.NICAllocations++
-		} else {
-			a.total++
-			a.stats.Allocations++
-			a.sample(rp, rp.inUse-1)
-			a.stats.MaxSAQsTotal = max(a.stats.MaxSAQsTotal, a.total)
-		}
-		a.f.eng.Schedule(a.f.eng.Now()+a.idle, a.f, opRECNIdle, rp.id, &idleCheck{out: rp.out, k: k, gen: a.gen})
-		return k
+	k := freeSAQ(rp.saqs)
+	if k < 0 {
+		return -1
 	}
-	return -1
+	a.gen++
+	rp.saqs[k] = saq{active: true, vl: vl, path: path, parent: parent, parentSAQ: parentSAQ, gen: a.gen}
+	rp.inUse++
+	if a.atNIC(rp) {
+		a.stats.NICAllocations++
+	} else {
+		a.total++
+		a.stats.Allocations++
+		a.sample(rp, rp.inUse-1)
+		a.stats.MaxSAQsTotal = max(a.stats.MaxSAQsTotal, a.total)
+	}
+	a.f.eng.Schedule(a.f.eng.Now()+a.idle, a.f, opRECNIdle, rp.id, &idleCheck{out: rp.out, k: k, gen: a.gen})
+	return k
 }
 
 // free releases SAQ k of port rp.

@@ -312,26 +312,24 @@ func (a *recnIQArch) allocDetect(ii int32, h *Packet) int {
 func (a *recnIQArch) allocate(ii int32, vl int8, path string) int {
 	rp := &a.in[ii]
 	lo := a.group(ii, path) * a.cfg.MaxSAQs
-	for k := lo; k < lo+a.cfg.MaxSAQs; k++ {
-		s := &rp.saqs[k]
-		if s.active {
-			continue
-		}
-		*s = saq{active: true, vl: vl, path: path}
-		rp.detected[k], rp.full[k] = false, false
-		rp.inUse++
-		a.total++
-		a.stats.Allocations++
-		a.stats.MaxSAQsPerInput = max(a.stats.MaxSAQsPerInput, rp.inUse)
-		a.stats.MaxSAQsTotal = max(a.stats.MaxSAQsTotal, a.total)
-		a.series = append(a.series, saqSample{at: a.f.eng.Now(), total: a.total})
-		a.note("alloc-in", ii, k, 0)
-		return k
+	k := freeSAQ(rp.saqs[lo : lo+a.cfg.MaxSAQs])
+	if k < 0 {
+		a.stats.Exhausted++
+		a.stats.ExhaustedInput++
+		a.note("exhausted-in", ii, -1, 0)
+		return -1
 	}
-	a.stats.Exhausted++
-	a.stats.ExhaustedInput++
-	a.note("exhausted-in", ii, -1, 0)
-	return -1
+	k += lo
+	rp.saqs[k] = saq{active: true, vl: vl, path: path}
+	rp.detected[k], rp.full[k] = false, false
+	rp.inUse++
+	a.total++
+	a.stats.Allocations++
+	a.stats.MaxSAQsPerInput = max(a.stats.MaxSAQsPerInput, rp.inUse)
+	a.stats.MaxSAQsTotal = max(a.stats.MaxSAQsTotal, a.total)
+	a.series = append(a.series, saqSample{at: a.f.eng.Now(), total: a.total})
+	a.note("alloc-in", ii, k, 0)
+	return k
 }
 
 // group is the read port of input ii whose SAQs hold path: the one that
@@ -571,13 +569,7 @@ func (a *recnIQArch) control(oi int32, c *Control) {
 	switch c.Kind {
 	case ctlXoff:
 		if j < 0 {
-			for k := range ro.saqs {
-				if !ro.saqs[k].active {
-					j = k
-					break
-				}
-			}
-			if j < 0 {
+			if j = freeSAQ(ro.saqs); j < 0 {
 				a.stats.Exhausted++
 				a.stats.ExhaustedOutput++
 				a.note("exhausted-out", oi, -1, 0)

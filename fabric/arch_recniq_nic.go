@@ -210,13 +210,7 @@ func (a *recnIQArch) nicControl(oi int32, c *Control) {
 	case ctlXoff:
 		a.stats.NICXoff++
 		if k < 0 {
-			for j := range ns.saqs {
-				if !ns.saqs[j].active {
-					k = j
-					break
-				}
-			}
-			if k < 0 {
+			if k = freeSAQ(ns.saqs); k < 0 {
 				a.stats.Exhausted++
 				a.stats.ExhaustedNIC++
 				a.note("exhausted-nic", int32(o.host), -1, 0)
