@@ -195,11 +195,7 @@ func (m *matching) request(f *Fabric, s *Switch) []request {
 		order := ip.nonEmptyFrom(ip.rrQ, m.order)
 		m.order = order.list
 		for qi, ok := order.next(); ok; qi, ok = order.next() {
-			q := &ip.queues[qi]
-			p := q.head
-			cands := f.headCandidates(s, pi, q, p)
-			f.room.blocks, f.room.in = p.blocks, ii
-			c := route.Select(cands, &f.room)
+			cands, c := f.selectHead(s, pi, ii, &ip.queues[qi])
 			if c < 0 || requested(m.reqs, int32(pi), cands[c].Port) {
 				continue
 			}

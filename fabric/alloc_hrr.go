@@ -1,9 +1,5 @@
 package fabric
 
-import (
-	"github.com/fabemu/fabemu/fabric/route"
-)
-
 // hrrAllocator is the packet-based hierarchical round-robin arbiter of
 // paper 003 §2.2.4 (Fig. 2.4) and §2.10, run whenever something at the
 // switch may let a head move (a head arrived, a transfer or transmission
@@ -83,11 +79,7 @@ func (a *hrrAllocator) arbitrate(s *Switch) {
 		order := ip.nonEmptyFrom(int(a.qPtr[ii]), a.order)
 		a.order = order.list
 		for qi, ok := order.next(); ok; qi, ok = order.next() {
-			q := &ip.queues[qi]
-			p := q.head
-			cands := f.headCandidates(s, pi, q, p)
-			f.room.blocks, f.room.in = p.blocks, ii
-			c := route.Select(cands, &f.room)
+			cands, c := f.selectHead(s, pi, ii, &ip.queues[qi])
 			if c < 0 {
 				continue
 			}

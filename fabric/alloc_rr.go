@@ -1,10 +1,6 @@
 package fabric
 
-import (
-	"math/bits"
-
-	"github.com/fabemu/fabemu/fabric/route"
-)
+import "math/bits"
 
 // rrAllocator is packet-based round-robin arbitration (paper 004 §4.1):
 // inputs are visited in round-robin order starting after the last input
@@ -171,9 +167,9 @@ func (a *rrAllocator) tryHead(s *Switch, pi int, ip *inPort, v int) bool {
 		return false // none of its outputs has freed room since
 	}
 	ii := s.in[pi]
-	cands := f.headCandidates(s, pi, q, p)
-	f.room.sw, f.room.blocks, f.room.in = s, p.blocks, ii
-	if c := route.Select(cands, &f.room); c >= 0 {
+	f.room.sw = s
+	cands, c := f.selectHead(s, pi, ii, q)
+	if c >= 0 {
 		f.grant(s, ii, v, cands[c])
 		if ip.rrQ = v + 1; ip.rrQ == len(ip.queues) {
 			ip.rrQ = 0

@@ -652,6 +652,17 @@ func (f *Fabric) headCandidates(s *Switch, pi int, q *queue, p *Packet) []route.
 	return q.cands
 }
 
+// selectHead returns the candidates of the head packet of queue q (input
+// port pi of s, in-port ii) and the one route.Select takes among the
+// outputs with room for it now, or -1. The allocator sets f.room.sw (and
+// the outputs it has taken this round) before.
+func (f *Fabric) selectHead(s *Switch, pi int, ii int32, q *queue) ([]route.Candidate, int) {
+	p := q.head
+	cands := f.headCandidates(s, pi, q, p)
+	f.room.blocks, f.room.in = p.blocks, ii
+	return cands, route.Select(cands, &f.room)
+}
+
 // candEpochs sums the epochs of the outputs a head's candidates name.
 // Epochs only grow, so an unchanged sum means no candidate output changed.
 func (f *Fabric) candEpochs(s *Switch, cands []route.Candidate) uint64 {
