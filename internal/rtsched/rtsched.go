@@ -41,7 +41,7 @@ func SetFIFO(prio int) error {
 	// A thread started while the list is read is a child of one already
 	// listed or switched; read again until a pass finds nothing new.
 	for {
-		tids, err := threads()
+		tids, err := Threads()
 		if err != nil {
 			return err
 		}
@@ -80,9 +80,7 @@ func Policy(tid int) (policy uint32, prio uint32, err error) {
 }
 
 // Threads returns the thread IDs of the process.
-func Threads() ([]int, error) { return threads() }
-
-func threads() ([]int, error) {
+func Threads() ([]int, error) {
 	ents, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return nil, fmt.Errorf("listing the process's threads: %w", err)

@@ -152,6 +152,7 @@ type Emulator struct {
 	// looked for answers queued by inline writes (pickup.go).
 	pickMu sync.Mutex
 	picks  []*port
+	nPicks atomic.Int32 // len(picks), read without pickMu
 
 	macs    map[ether.MAC]*port // loop-owned
 	streams map[[2]int]*stream  // loop-owned
@@ -708,11 +709,12 @@ func (e *Emulator) write(q *port, ef egressFrame) {
 	if e.pcap != nil {
 		rec = tag.ref.f.Data // the frame's bytes, still held by its ref
 	}
+	small := len(ef.f.Data) <= e.cfg.TxInline // Send may write it inline
 	if err := q.dev.Send(ef.f); err != nil {
 		q.writeRefused++
 	} else {
 		q.delivered++
-		if q.picker != nil {
+		if small && q.picker != nil {
 			e.notePick(q)
 		}
 		if e.pcap != nil {

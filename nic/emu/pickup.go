@@ -20,20 +20,25 @@ import "github.com/fabemu/fabemu/nic/frameport"
 // what it leaves is read by the devices' own readers.
 const maxPickUps = 8
 
-// notePick puts q on the pick list after a frame was sent to it (model
-// holder). The device itself knows whether the send was inline; PickUp
-// returns at once otherwise.
+// notePick puts q on the pick list after a frame small enough to be
+// written inline was sent to it (model holder). The device itself knows
+// whether the send was inline; PickUp returns at once otherwise.
 func (e *Emulator) notePick(q *port) {
 	e.pickMu.Lock()
 	if !q.picking {
 		q.picking = true
 		e.picks = append(e.picks, q)
+		e.nPicks.Store(int32(len(e.picks)))
 	}
 	e.pickMu.Unlock()
 }
 
-// nextPick takes the oldest port off the pick list, or nil.
+// nextPick takes the oldest port off the pick list, or nil. An empty list,
+// the common case under a stream of large frames, costs no lock.
 func (e *Emulator) nextPick() *port {
+	if e.nPicks.Load() == 0 {
+		return nil
+	}
 	e.pickMu.Lock()
 	defer e.pickMu.Unlock()
 	if len(e.picks) == 0 {
@@ -42,6 +47,7 @@ func (e *Emulator) nextPick() *port {
 	q := e.picks[0]
 	copy(e.picks, e.picks[1:])
 	e.picks = e.picks[:len(e.picks)-1]
+	e.nPicks.Store(int32(len(e.picks)))
 	q.picking = false
 	return q
 }
