@@ -499,12 +499,12 @@ func TestPacerDirectInput(t *testing.T) {
 }
 
 // On the real clock a direct run that schedules an event before the
-// sleeping loop's timer moves the timer (a timerfd) instead of waking the
-// loop, and the event still runs on time; a direct run that leaves the
-// loop's next event where it was neither wakes the loop nor moves its
-// timer (the loop's own target, not the later time its timer was set
-// for, is what counts: comparing with the latter woke the loop for a
-// third of the pings on an idle daemon).
+// sleeping loop's timer moves the timer (the timerfd, or the Go timer)
+// instead of waking the loop, and the event still runs on time; a direct
+// run that leaves the loop's next event where it was neither wakes the
+// loop nor moves its timer (the loop's own target, not the later time its
+// timer was set for, is what counts: comparing with the latter woke an
+// idle daemon's loop on pings, its next event being the watchdog).
 func TestPacerDirectRunMovesTheLoopTimer(t *testing.T) {
 	for _, precise := range []bool{false, true} {
 		t.Run(fmt.Sprintf("precise_timer=%v", precise), func(t *testing.T) { testDirectRunMovesTimer(t, precise) })

@@ -260,8 +260,7 @@ func (d *Device) handOver(f *Frame, n int, at time.Time, handle func(*Frame) boo
 // receiving stack inside a TAP write, so an answer it sends at once (an
 // echo reply, an immediate ACK) is queued on this device before the write
 // returns; the reader would be woken for it through the poller, a thread
-// wake-up (on a VM an inter-processor interrupt, 10-15 us measured between
-// the write's end and the reader's read on an idle daemon). PickUp reads
+// wake-up (on a VM an inter-processor interrupt to a halted CPU). PickUp reads
 // it on the caller's goroutine instead, without waiting: once per inline
 // write, and only if the reader is not handing a frame over itself.
 func (d *Device) PickUp(handle func(*Frame) bool) bool {
