@@ -352,19 +352,18 @@ func TestPingOverheadIdle(t *testing.T) {
 		t.Error("no frame was run into the model by its reader on an idle daemon")
 	}
 	for _, h := range st.Hosts {
-		t.Logf("%s: %d frames out, %d written inline, %d frames in, %d picked up", h.TAP, h.FramesOut, h.InlineWrites, h.FramesIn, h.PickedUp)
+		t.Logf("%s: %d frames out, %d written inline, %d frames in, %d picked up in %d tries", h.TAP, h.FramesOut, h.InlineWrites, h.FramesIn, h.PickedUp, h.PickUpTries)
 		if h.InlineWrites == 0 {
 			t.Errorf("%s: no small frame written inline on an idle daemon", h.TAP)
 		}
 	}
 	// The echo replies come back on the second TAP inside the inline write
-	// of the request: the writing reader picks them up (pickup.go) unless
-	// the second TAP's own reader, woken by the kernel, gets there first,
-	// which takes it a thread wake-up against the picker's next system
-	// call. A quarter leaves room for a loaded machine; none means the
-	// pickup does not happen.
-	if h := st.Hosts[1]; h.PickedUp < uint64(len(rtts))/4 {
-		t.Errorf("%s: %d of %d echo replies picked up by the writer, want at least a quarter", h.TAP, h.PickedUp, len(rtts))
+	// of the request, and the writing reader looks for them there once it
+	// has let go of the model (pickup.go): about once per ping. Whether it
+	// or the second TAP's own reader, woken by the kernel, reads the reply
+	// first is the machine's (nic/tap's tests check the pick-up itself).
+	if h := st.Hosts[1]; h.PickUpTries < uint64(len(rtts))/2 {
+		t.Errorf("%s: %d looks for an answer after %d pings (%d inline writes), want about one per ping", h.TAP, h.PickUpTries, len(rtts), h.InlineWrites)
 	}
 }
 

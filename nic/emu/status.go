@@ -106,6 +106,10 @@ type HostStatus struct {
 	// that had just written to it inline, instead of by its reader
 	// (pickup.go: an echo reply, an immediate ACK).
 	PickedUp uint64 `json:"picked_up"`
+	// PickUpTries counts the looks for such an answer after an inline
+	// write to this device (the reader, awake on another CPU, may have
+	// read it first, or none came).
+	PickUpTries uint64 `json:"pick_up_tries"`
 	// Lossless egress (egress.go). EgressHolds counts the times this
 	// device's writer queue was full, so its NIC held reception and the
 	// fabric backed up; EgressHeldSeconds is the wall time held in all;
@@ -234,8 +238,8 @@ func (e *Emulator) status() *Status {
 		if iw, ok := p.dev.(interface{ InlineWrites() uint64 }); ok {
 			h.InlineWrites = iw.InlineWrites()
 		}
-		if pu, ok := p.dev.(interface{ PickUps() uint64 }); ok {
-			h.PickedUp = pu.PickUps()
+		if pu, ok := p.dev.(interface{ PickUps() (uint64, uint64) }); ok {
+			h.PickedUp, h.PickUpTries = pu.PickUps()
 		}
 		wt := p.dev.WriteTiming()
 		h.Path = FramePath{ReadToSubmit: p.tSubmit.Summarize(1), SubmitToIngress: p.tIngress.Summarize(1),

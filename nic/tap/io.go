@@ -264,7 +264,11 @@ func (d *Device) handOver(f *Frame, n int, at time.Time, handle func(*Frame) boo
 // it on the caller's goroutine instead, without waiting: once per inline
 // write, and only if the reader is not handing a frame over itself.
 func (d *Device) PickUp(handle func(*Frame) bool) bool {
-	if !d.pickArm.Swap(false) || !d.rmu.TryLock() {
+	if !d.pickArm.Swap(false) {
+		return false
+	}
+	d.pickTries.Add(1)
+	if !d.rmu.TryLock() {
 		return false
 	}
 	defer d.rmu.Unlock()
@@ -285,8 +289,10 @@ func (d *Device) PickUp(handle func(*Frame) bool) bool {
 	return true
 }
 
-// PickUps returns how many frames PickUp handed over.
-func (d *Device) PickUps() uint64 { return d.pickUps.Load() }
+// PickUps returns how many frames PickUp handed over, and how many times
+// it was called armed by an inline write (it then lost to the reader or
+// found no answer the other times).
+func (d *Device) PickUps() (handed, tries uint64) { return d.pickUps.Load(), d.pickTries.Load() }
 
 // readFrame reads one frame from fd (the device's non-blocking queue)
 // into f: with offloads its virtio_net_hdr into the headroom and Offload,

@@ -167,13 +167,14 @@ type Device struct {
 	rmu sync.Mutex
 	// fdMu keeps Close from closing the fd under a PickUp, which reads
 	// the raw descriptor (the poller's read lock is the parked reader's).
-	fdMu    sync.RWMutex
-	fd      int         // -1 once closed
-	pickArm atomic.Bool // an inline write since the last PickUp
-	pickUps atomic.Uint64
-	pool    *frameport.Pool
-	bufLen  int    // frame buffer: headroom, the longest frame any MTU allows, one spare byte
-	segBuf  []byte // writer-owned scratch for software segmentation
+	fdMu      sync.RWMutex
+	fd        int           // -1 once closed
+	pickArm   atomic.Bool   // an inline write since the last PickUp
+	pickUps   atomic.Uint64 // frames PickUp handed over
+	pickTries atomic.Uint64 // PickUp calls armed by an inline write
+	pool      *frameport.Pool
+	bufLen    int    // frame buffer: headroom, the longest frame any MTU allows, one spare byte
+	segBuf    []byte // writer-owned scratch for software segmentation
 
 	txMu     sync.RWMutex // guards txClosed against Send racing Close
 	txClosed bool
