@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fabemu/fabemu/nic/emu"
+	"github.com/fabemu/fabemu/emu"
 )
 
 // unitFile is a systemd unit or drop-in: every assignment of each key, by

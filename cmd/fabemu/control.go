@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fabemu/fabemu/nic/emu"
+	"github.com/fabemu/fabemu/emu"
 	"github.com/spf13/cobra"
 )
 

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabemu/fabemu/emu"
 	"github.com/fabemu/fabemu/internal/netnsutil"
 	"github.com/fabemu/fabemu/internal/privtest"
-	"github.com/fabemu/fabemu/nic/emu"
 	"github.com/vishvananda/netlink"
 )
 

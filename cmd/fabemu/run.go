@@ -17,10 +17,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fabemu/fabemu/emu"
 	"github.com/fabemu/fabemu/internal/outfile"
 	"github.com/fabemu/fabemu/internal/params"
 	"github.com/fabemu/fabemu/model"
-	"github.com/fabemu/fabemu/nic/emu"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"

@@ -16,9 +16,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/fabemu/fabemu/emu"
 	"github.com/fabemu/fabemu/internal/netnsutil"
 	"github.com/fabemu/fabemu/internal/privtest"
-	"github.com/fabemu/fabemu/nic/emu"
 )
 
 // TestDaemonBackgroundCapture runs fabemu run with background.capture on

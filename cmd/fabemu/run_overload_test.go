@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabemu/fabemu/emu"
 	"github.com/fabemu/fabemu/internal/privtest"
-	"github.com/fabemu/fabemu/nic/emu"
 )
 
 // A daemon whose background load the model cannot follow: past

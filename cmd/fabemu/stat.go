@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fabemu/fabemu/emu"
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/internal/report"
-	"github.com/fabemu/fabemu/nic/emu"
 	"github.com/fabemu/fabemu/reorder"
 	"github.com/spf13/cobra"
 )

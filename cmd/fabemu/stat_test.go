@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fabemu/fabemu/nic/emu"
-	"github.com/fabemu/fabemu/nic/frameport"
-	"github.com/fabemu/fabemu/nic/frameport/porttest"
+	"github.com/fabemu/fabemu/emu"
+	"github.com/fabemu/fabemu/emu/frameport"
+	"github.com/fabemu/fabemu/emu/frameport/porttest"
 )
 
 // statDaemon serves the control API of an emulator on in-memory ports.

@@ -62,7 +62,7 @@ type Rule struct {
 
 // Above the fabric, from the bottom up: everything that may use the
 // fabric but that the fabric must not know about.
-var aboveFabric = []string{"nic/...", "model/...", "workload/...", "experiment/...", "live/...", "cmd/...", "tracefmt/...", "bpf/..."}
+var aboveFabric = []string{"nic/...", "emu/...", "model/...", "workload/...", "experiment/...", "live/...", "cmd/...", "tracefmt/...", "bpf/..."}
 
 // Rules are the module's layering rules (the design's import picture:
 // command -> experiment/daemon -> workloads -> model -> nic -> fabric;
@@ -104,6 +104,14 @@ var Rules = []Rule{
 		Name:     "the NIC does not import the model, workloads or experiments above it",
 		Packages: []string{"nic"},
 		Deny:     []string{"model/...", "workload/...", "experiment/..."},
+	},
+	{
+		// The daemon core sits above the workloads and the model it drives
+		// (docs/architecture.md): nothing it runs may reach back up to it.
+		Name:      "the daemon core is above the model, the NIC and the workloads",
+		Packages:  []string{"fabric/...", "nic/...", "model/...", "workload/...", "tracefmt/...", "reorder/...", "injection/..."},
+		MustMatch: true,
+		Deny:      []string{"emu/...", "experiment/...", "sweep/..."},
 	},
 	{
 		// internal/tools holds programs (plot generators) that drive the

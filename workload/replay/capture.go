@@ -22,9 +22,9 @@ import (
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/rng"
 	"github.com/fabemu/fabemu/nic"
-	"github.com/fabemu/fabemu/nic/ether"
 	"github.com/fabemu/fabemu/reorder"
 	"github.com/fabemu/fabemu/tracefmt"
+	"github.com/fabemu/fabemu/tracefmt/ether"
 	"github.com/fabemu/fabemu/tracefmt/pcap"
 )
 

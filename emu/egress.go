@@ -3,8 +3,8 @@ package emu
 import (
 	"time"
 
+	"github.com/fabemu/fabemu/emu/frameport"
 	"github.com/fabemu/fabemu/fabric/des"
-	"github.com/fabemu/fabemu/nic/frameport"
 )
 
 // Lossless egress. A frame delivered by the model to a TAP host whose

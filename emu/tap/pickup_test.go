@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/fabemu/fabemu/internal/privtest"
-	"github.com/fabemu/fabemu/nic/ether"
+	"github.com/fabemu/fabemu/tracefmt/ether"
 )
 
 // echoRequest builds an Ethernet/IPv4/ICMP echo request from src (MAC

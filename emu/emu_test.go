@@ -361,7 +361,7 @@ func TestPingOverheadIdle(t *testing.T) {
 	// of the request, and the writing reader looks for them there once it
 	// has let go of the model (pickup.go): about once per ping. Whether it
 	// or the second TAP's own reader, woken by the kernel, reads the reply
-	// first is the machine's (nic/tap's tests check the pick-up itself).
+	// first is the machine's (emu/tap's tests check the pick-up itself).
 	if h := st.Hosts[1]; h.PickUpTries < uint64(len(rtts))/2 {
 		t.Errorf("%s: %d looks for an answer after %d pings (%d inline writes), want about one per ping", h.TAP, h.PickUpTries, len(rtts), h.InlineWrites)
 	}

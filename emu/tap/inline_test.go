@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fabemu/fabemu/internal/privtest"
-	"github.com/fabemu/fabemu/nic/ether"
+	"github.com/fabemu/fabemu/tracefmt/ether"
 )
 
 // udpFrame builds an Ethernet/IPv4/UDP frame to dst carrying "seq:"+seq

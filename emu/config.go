@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fabemu/fabemu/emu/tap"
 	"github.com/fabemu/fabemu/internal/params"
 	"github.com/fabemu/fabemu/model"
-	"github.com/fabemu/fabemu/nic/tap"
 	"gopkg.in/yaml.v3"
 )
 

@@ -41,10 +41,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fabemu/fabemu/emu/frameport"
+	"github.com/fabemu/fabemu/emu/vnet"
 	"github.com/fabemu/fabemu/internal/netnsutil"
-	"github.com/fabemu/fabemu/nic/ether"
-	"github.com/fabemu/fabemu/nic/frameport"
-	"github.com/fabemu/fabemu/nic/vnet"
+	"github.com/fabemu/fabemu/tracefmt/ether"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"go.uber.org/zap"
@@ -82,7 +82,7 @@ type Config struct {
 	// Offload opens the device with IFF_VNET_HDR and turns on checksum and
 	// TCP segmentation offload (TUNSETOFFLOAD: TUN_F_CSUM, TSO4, TSO6,
 	// TSO_ECN), so the kernel hands TCP super-frames of up to 64 KB with a
-	// virtio_net_hdr (nic/vnet) and takes them back the same way. Frames
+	// virtio_net_hdr (emu/vnet) and takes them back the same way. Frames
 	// read carry the header in Frame.Offload; a frame sent to a device
 	// without offloads is segmented and checksummed in software.
 	Offload bool
@@ -146,7 +146,7 @@ func (c *Config) validate() error {
 }
 
 // Device is one TAP device with its reader and writer: a frame port
-// (nic/frameport) whose source and sink is the kernel's TAP queue. Its
+// (emu/frameport) whose source and sink is the kernel's TAP queue. Its
 // methods are safe for concurrent use.
 type Device struct {
 	name      string

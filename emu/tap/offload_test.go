@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabemu/fabemu/emu/vnet"
 	"github.com/fabemu/fabemu/internal/netnsutil"
-	"github.com/fabemu/fabemu/nic/ether"
-	"github.com/fabemu/fabemu/nic/vnet"
+	"github.com/fabemu/fabemu/tracefmt/ether"
 	"go.uber.org/zap"
 )
 

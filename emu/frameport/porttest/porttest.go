@@ -1,5 +1,5 @@
 // Package porttest owns the in-memory frame port: a double of a TAP device
-// that keeps the frame-port contract (nic/frameport) without a kernel, so
+// that keeps the frame-port contract (emu/frameport) without a kernel, so
 // the daemon's frame path is tested without privileges.
 //
 // New returns two ends of one link. The Port is the daemon's end and
@@ -21,15 +21,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fabemu/fabemu/nic/ether"
-	"github.com/fabemu/fabemu/nic/frameport"
+	"github.com/fabemu/fabemu/emu/frameport"
+	"github.com/fabemu/fabemu/tracefmt/ether"
 )
 
 // Defaults of Config.
 const (
 	DefaultMTU        = 1500
 	DefaultInQueueLen = 64  // frames the inbound queue holds
-	DefaultTxQueueLen = 256 // as nic/tap
+	DefaultTxQueueLen = 256 // as emu/tap
 )
 
 // Config describes one in-memory port.
@@ -125,7 +125,7 @@ func New(cfg Config) (*Port, *Peer) {
 	p := &Port{name: cfg.Name, mac: cfg.MAC, mtu: cfg.MTU,
 		in: make(chan []byte, cfg.InQueueLen), txq: make(chan *frameport.Frame, cfg.TxQueueLen),
 		done: make(chan struct{})}
-	// One spare byte, as nic/tap reads, shows an over-long frame.
+	// One spare byte, as emu/tap reads, shows an over-long frame.
 	p.pool = frameport.NewPool(p, ether.MaxFrameLen(cfg.MTU)+1)
 	p.peer = &Peer{port: p}
 	p.peer.cond = sync.NewCond(&p.peer.mu)

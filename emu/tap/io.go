@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fabemu/fabemu/nic/ether"
-	"github.com/fabemu/fabemu/nic/frameport"
-	"github.com/fabemu/fabemu/nic/vnet"
+	"github.com/fabemu/fabemu/emu/frameport"
+	"github.com/fabemu/fabemu/emu/vnet"
+	"github.com/fabemu/fabemu/tracefmt/ether"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 )
@@ -412,7 +412,7 @@ func (d *Device) Write(p []byte) error {
 // writeFrame writes f: with offloads after its virtio_net_hdr (in the
 // frame's headroom when it has one, so nothing is copied); without, a
 // super-frame is cut into segments and a partial checksum completed in
-// software (nic/vnet). It returns the frame bytes written.
+// software (emu/vnet). It returns the frame bytes written.
 func (d *Device) writeFrame(f *Frame) (int, error) {
 	if d.offload {
 		b := f.Headroom(d.hdroom)

@@ -1,7 +1,7 @@
 package emu
 
 // Tests of the daemon's frame path on in-memory frame ports
-// (nic/frameport/porttest): no privileges needed, run under -race.
+// (emu/frameport/porttest): no privileges needed, run under -race.
 
 import (
 	"bytes"
@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabemu/fabemu/emu/frameport"
+	"github.com/fabemu/fabemu/emu/frameport/porttest"
 	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/fabric/des"
-	"github.com/fabemu/fabemu/nic/ether"
-	"github.com/fabemu/fabemu/nic/frameport"
-	"github.com/fabemu/fabemu/nic/frameport/porttest"
+	"github.com/fabemu/fabemu/tracefmt/ether"
 	"go.uber.org/zap/zaptest"
 )
 

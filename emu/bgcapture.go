@@ -20,8 +20,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fabemu/fabemu/bpf"
+	"github.com/fabemu/fabemu/emu/tap"
 	"github.com/fabemu/fabemu/fabric/des"
-	"github.com/fabemu/fabemu/nic/tap"
 	"github.com/fabemu/fabemu/tracefmt/pcap"
 	"github.com/fabemu/fabemu/workload/replay"
 )

@@ -12,7 +12,7 @@ import (
 
 	"github.com/fabemu/fabemu/internal/netnsutil"
 	"github.com/fabemu/fabemu/internal/privtest"
-	"github.com/fabemu/fabemu/nic/ether"
+	"github.com/fabemu/fabemu/tracefmt/ether"
 	"github.com/vishvananda/netlink"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fabemu/fabemu/nic/frameport"
-	"github.com/fabemu/fabemu/nic/frameport/porttest"
+	"github.com/fabemu/fabemu/emu/frameport"
+	"github.com/fabemu/fabemu/emu/frameport/porttest"
 	"github.com/fabemu/fabemu/tracefmt/pcap"
 	"go.uber.org/zap/zaptest"
 )

@@ -1,6 +1,6 @@
 // Package frameport owns the contract between the daemon and whatever
-// carries its Ethernet frames: a frame port. TAP devices (nic/tap) implement
-// it today, the in-memory double beside it (nic/frameport/porttest) lets the
+// carries its Ethernet frames: a frame port. TAP devices (emu/tap) implement
+// it today, the in-memory double beside it (emu/frameport/porttest) lets the
 // daemon's frame path be tested without privileges, and capture files and
 // eBPF capture are meant to implement it next.
 //
@@ -49,9 +49,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fabemu/fabemu/emu/vnet"
 	"github.com/fabemu/fabemu/internal/hist"
-	"github.com/fabemu/fabemu/nic/ether"
-	"github.com/fabemu/fabemu/nic/vnet"
+	"github.com/fabemu/fabemu/tracefmt/ether"
 )
 
 // Port is one frame port: a source and sink of Ethernet frames attached to

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fabemu/fabemu/nic/frameport/porttest"
+	"github.com/fabemu/fabemu/emu/frameport/porttest"
 )
 
 // The write API on a running emulator: the background load changes at

@@ -3,10 +3,10 @@ package emu
 import (
 	"time"
 
+	"github.com/fabemu/fabemu/emu/frameport"
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/nic"
-	"github.com/fabemu/fabemu/nic/frameport"
 	"github.com/fabemu/fabemu/reorder"
 	"github.com/fabemu/fabemu/workload/replay"
 )
@@ -68,7 +68,7 @@ type HostStatus struct {
 	Netns string `json:"netns,omitempty"`
 	MAC   string `json:"mac"`
 	Host  int    `json:"host"`
-	// Port counters (nic/frameport): frames read and written, refusals by
+	// Port counters (emu/frameport): frames read and written, refusals by
 	// cause. Cause kernel is the device's own count of frames its kernel
 	// side dropped: in, its queue to the daemon was full (a TAP's
 	// tx_dropped); out, the kernel dropped a frame the daemon wrote

@@ -14,7 +14,7 @@ import (
 // datagrams in flight, so the kernel never drops and the figure is the
 // sustained rate of the whole read→write path (both kernel stacks included).
 //
-//	go test -run '^$' -bench Forward -benchtime 20000x ./nic/tap
+//	go test -run '^$' -bench Forward -benchtime 20000x ./emu/tap
 func BenchmarkForward(b *testing.B) {
 	for _, bc := range []struct {
 		name    string

@@ -1,11 +1,11 @@
 package emu
 
-import "github.com/fabemu/fabemu/nic/frameport"
+import "github.com/fabemu/fabemu/emu/frameport"
 
 // Picking up answers to inline writes.
 //
 // A small frame delivered to an idle device is written by the goroutine
-// that runs the model (nic/tap inline writes), and the kernel runs the
+// that runs the model (emu/tap inline writes), and the kernel runs the
 // receiving stack inside that write: a ping's echo reply, or a segment's
 // immediate ACK, is queued on the same device before the write returns.
 // Its reader would be woken for it through the runtime's poller, on a VM

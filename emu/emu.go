@@ -1,6 +1,6 @@
 // Package emu is the emulation core of the fabemu daemon: it joins frame
-// ports (nic/frameport: TAP devices from nic/tap in the daemon, in-memory
-// ports from nic/frameport/porttest in tests) to a fabric model
+// ports (emu/frameport: TAP devices from emu/tap in the daemon, in-memory
+// ports from emu/frameport/porttest in tests) to a fabric model
 // (model.Session) paced by the wall clock (des.Pacer).
 //
 // It owns:
@@ -48,15 +48,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fabemu/fabemu/emu/frameport"
+	"github.com/fabemu/fabemu/emu/tap"
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/internal/netnsutil"
 	simmodel "github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic"
-	"github.com/fabemu/fabemu/nic/ether"
-	"github.com/fabemu/fabemu/nic/frameport"
-	"github.com/fabemu/fabemu/nic/tap"
 	"github.com/fabemu/fabemu/reorder"
+	"github.com/fabemu/fabemu/tracefmt/ether"
 	"github.com/fabemu/fabemu/workload/replay"
 	"github.com/fabemu/fabemu/workload/synth"
 	"go.uber.org/zap"

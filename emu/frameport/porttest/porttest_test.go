@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fabemu/fabemu/nic/ether"
-	"github.com/fabemu/fabemu/nic/frameport"
+	"github.com/fabemu/fabemu/emu/frameport"
+	"github.com/fabemu/fabemu/tracefmt/ether"
 )
 
 var (
