@@ -5,6 +5,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -147,7 +148,10 @@ func listenTCP(t testing.TB, ns string, ip netip.Addr, port uint16) netip.AddrPo
 }
 
 // sendTCP opens a connection from namespace ns and writes n bytes.
-func sendTCP(t testing.TB, ns string, to netip.AddrPort, n int) {
+// sendTCP sends n bytes to a listener from inside ns and waits for the
+// peer's FIN. It returns the kernel's count of retransmitted segments for
+// the connection (TCP_INFO), read before the socket closes.
+func sendTCP(t testing.TB, ns string, to netip.AddrPort, n int) (retrans uint32) {
 	t.Helper()
 	var c net.Conn
 	if err := netnsutil.Do(ns, func() (err error) {
@@ -166,11 +170,25 @@ func sendTCP(t testing.TB, ns string, to netip.AddrPort, n int) {
 		}
 		n -= k
 	}
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.CloseWrite()
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		t.Fatalf("dialled %T, not a TCP connection", c)
 	}
+	tc.CloseWrite()
 	// Wait for the peer's FIN so that every segment has crossed.
 	_, _ = io.Copy(io.Discard, c)
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info *unix.TCPInfo
+	var infoErr error
+	if err := raw.Control(func(fd uintptr) {
+		info, infoErr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}); err != nil || infoErr != nil {
+		t.Fatalf("TCP_INFO: %v %v", err, infoErr)
+	}
+	return info.Total_retrans
 }
 
 func execOut(args ...string) ([]byte, error) {

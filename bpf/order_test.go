@@ -31,7 +31,10 @@ func findFlow(t testing.TB, o *Order, name string) FlowOrder {
 
 // TestOrderPlainTCP: a TCP transfer across a plain veth pair leaves in
 // order. It is measured at the sender's egress, where the socket lock
-// serialises transmissions. At the receiver's ingress a veth can reorder
+// serialises transmissions. A retransmission is not a reordering: on a
+// busy machine the sender's tail-loss probe or RTO can fire before the
+// starved receiver acknowledges, so the meter must report retransmissions
+// exactly when the kernel made some, and never a reordered segment. At the receiver's ingress a veth can reorder
 // for real: frames sent from two CPUs wait in those CPUs' backlogs and are
 // processed in parallel, which the meter then reports (seen under load).
 func TestOrderPlainTCP(t *testing.T) {
@@ -40,7 +43,7 @@ func TestOrderPlainTCP(t *testing.T) {
 	requireLoaded(t, err)
 	t.Cleanup(func() { o.Close() })
 	to := listenTCP(t, p.nsB, p.ipB, 5298)
-	sendTCP(t, p.nsA, to, 4<<20)
+	kernelRetrans := sendTCP(t, p.nsA, to, 4<<20)
 	flows, err := o.Flows()
 	if err != nil {
 		t.Fatal(err)
@@ -54,9 +57,12 @@ func TestOrderPlainTCP(t *testing.T) {
 		t.Errorf("data direction %+v", data)
 	}
 	for _, f := range flows {
-		if f.Reordered != 0 || f.Retransmissions != 0 {
-			t.Errorf("%s: %d reordered, %d retransmitted on a plain veth", f.Flow, f.Reordered, f.Retransmissions)
+		if f.Reordered != 0 {
+			t.Errorf("%s: %d reordered on a plain veth", f.Flow, f.Reordered)
 		}
+	}
+	if (data.Retransmissions > 0) != (kernelRetrans > 0) {
+		t.Errorf("meter saw %d retransmissions, the sender's kernel %d", data.Retransmissions, kernelRetrans)
 	}
 	if tcp, noState, err := o.Counters(); err != nil || tcp == 0 || noState != 0 {
 		t.Errorf("counters tcp %d, without state %d, %v", tcp, noState, err)
