@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/fabemu/fabemu/sweep"
@@ -314,5 +315,43 @@ func TestDockerfile(t *testing.T) {
 	}
 	if !strings.Contains(build, "fabemu:x:65532:65532:") {
 		t.Error("the passwd entry must name user 65532, which USER and the manifests' runAsUser use")
+	}
+}
+
+// TestShardLockAcrossProcesses: while another process holds a shard's
+// lock, "fabemu sweep run" of that shard refuses with the holder's name
+// and writes nothing; once the holder is gone the run goes ahead.
+func TestShardLockAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds fabemu")
+	}
+	bin := buildFabemu(t)
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "tiny.yaml")
+	if err := os.WriteFile(spec, []byte(tinySpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := filepath.Join(dir, "res")
+	os.MkdirAll(res, 0o755)
+	file := sweep.ShardFile(res, 1, 2)
+	lf, err := os.OpenFile(file+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	lf.WriteString("pid 4242 on host node7 since 2026-11-27T00:00:00Z\n")
+	out, err := exec.Command(bin, "sweep", "run", spec, "--out", res, "--shard", "1/2", "--jobs", "1").CombinedOutput()
+	if err == nil || !bytes.Contains(out, []byte("is being written by pid 4242 on host node7")) {
+		t.Fatalf("run of a locked shard: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(file); err == nil {
+		t.Fatal("the refused run created the shard file")
+	}
+	lf.Close() // the holder is gone
+	if out, err := exec.Command(bin, "sweep", "run", spec, "--out", res, "--shard", "1/2", "--jobs", "1").CombinedOutput(); err != nil ||
+		!bytes.Contains(out, []byte("took over")) {
+		t.Fatalf("run after the holder exited: %v\n%s", err, out)
 	}
 }

@@ -20,6 +20,12 @@ type RunOptions struct {
 	Jobs int
 	// Progress, if set, is called after each point this run finishes.
 	Progress func(done, total int)
+	// From says where the shard came from (for the refusal of a
+	// directory of another shard count).
+	From string
+	// AllowMixedVersions lets this binary resume a shard file that
+	// another build of fabemu began.
+	AllowMixedVersions bool
 }
 
 // RunReport says what a shard's run did.
@@ -33,6 +39,9 @@ type RunReport struct {
 	// Calibration counts calibration runs made in memory because no
 	// shard had recorded them yet.
 	Calibration int
+	// StaleLock is the holder text of the shard's lock left by a run that
+	// died (empty when the last run released it).
+	StaleLock string
 }
 
 // Run runs shard opt.Shard of opt.Shards of the plan, writing its results
@@ -51,8 +60,19 @@ func Run(p *Plan, dir string, opt RunOptions) (*RunReport, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	if opt.From == "" {
+		opt.From = fmt.Sprintf("shard %d/%d", opt.Shard, opt.Shards)
+	}
+	if err := claimDir(p, dir, opt.Shards, opt.From); err != nil {
+		return nil, err
+	}
 	path := ShardFile(dir, opt.Shard, opt.Shards)
-	rep := &RunReport{File: path}
+	lock, err := lockShard(path)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.release()
+	rep := &RunReport{File: path, StaleLock: lock.prev}
 	mine := p.Shard(opt.Shard, opt.Shards)
 	rep.Points = len(mine)
 	done := map[int]*Record{}
@@ -62,6 +82,10 @@ func Run(p *Plan, dir string, opt RunOptions) (*RunReport, error) {
 			r := &f.records[i]
 			if err := p.check(r, path); err != nil {
 				return nil, fmt.Errorf("%w; use another directory for another plan", err)
+			}
+			if r.Build != buildID() && !opt.AllowMixedVersions {
+				return nil, fmt.Errorf("%s: point %s was run by fabemu %s, this is %s: results of two builds would mix; "+
+					"use another directory, or allow it with --allow-mixed-versions", path, r.ID, r.Build, buildID())
 			}
 			if done[r.Index] != nil {
 				return nil, fmt.Errorf("%s: point #%d %s recorded twice", path, r.Index, r.ID)
@@ -179,7 +203,7 @@ func (w *writer) write(i int, pr *experiment.PointResult, wall float64, done map
 	}
 	pt := w.p.Points[i]
 	r := Record{Schema: PointSchema, Sweep: w.p.Name, Plan: w.p.Hash, Total: len(w.p.Points), Index: i, ID: pt.ID,
-		ConfigHash: pt.ConfigHash, Seed: pt.Seed, Result: res, SHA256: sum(res), WallSeconds: wall}
+		ConfigHash: pt.ConfigHash, Seed: pt.Seed, Result: res, SHA256: sum(res), Build: buildID(), WallSeconds: wall}
 	line, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -206,7 +230,7 @@ func (w *writer) close(shard, shards int) error {
 		return err
 	}
 	t := Trailer{Schema: TrailerSchema, Plan: w.p.Hash, Shard: shard, Shards: shards, Records: w.records,
-		Sweep: w.p.Name, Quick: w.p.Quick, Experiment: w.p.expJSON, SHA256: sum(data)}
+		Sweep: w.p.Name, Quick: w.p.Quick, Experiment: w.p.expJSON, Build: buildID(), SHA256: sum(data)}
 	line, err := json.Marshal(t)
 	if err != nil {
 		return err

@@ -27,8 +27,17 @@ shards: 2
 		t.Fatal(err)
 	}
 	out, err = runTrace(t, "sweep", "status", res)
-	if err != nil || !strings.Contains(out, "2/4 points done") {
+	if err != nil || !strings.Contains(out, "2/4 points done") || !strings.Contains(out, "merge: not ready") ||
+		!strings.Contains(out, "missing") || strings.Contains(out, "ETA") {
 		t.Fatalf("status: %v\n%s", err, out)
+	}
+	out, err = runTrace(t, "sweep", "status", res, "--json")
+	if err != nil || !strings.Contains(out, `"merge_ready": false`) || !strings.Contains(out, `"state": "missing"`) {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	// the whole sweep into this 2-shard directory is refused
+	if _, err := runTrace(t, "sweep", "run", spec, "--out", res); err == nil || !strings.Contains(err.Error(), "in 2 shards") {
+		t.Fatalf("shard 0/1 into a 2-shard directory: %v", err)
 	}
 	merged := filepath.Join(dir, "merged.json")
 	if _, err := runTrace(t, "sweep", "merge", res, "--out", merged); err == nil || !strings.Contains(err.Error(), "2 of 4 points missing") {
