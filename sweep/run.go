@@ -26,6 +26,12 @@ type RunOptions struct {
 	// AllowMixedVersions lets this binary resume a shard file that
 	// another build of fabemu began.
 	AllowMixedVersions bool
+	// CalibrationOnly runs the calibration points of every shard (Shard
+	// is ignored) into their shards' files, without closing them: a
+	// calibration task that runs once before the shards, so that no
+	// shard repeats the calibration in memory. The shards then resume
+	// their files and run their rows.
+	CalibrationOnly bool
 }
 
 // RunReport says what a shard's run did.
@@ -66,6 +72,74 @@ func Run(p *Plan, dir string, opt RunOptions) (*RunReport, error) {
 	if err := claimDir(p, dir, opt.Shards, opt.From); err != nil {
 		return nil, err
 	}
+	if !opt.CalibrationOnly {
+		return runShard(p, dir, opt, false)
+	}
+	total := &RunReport{File: dir}
+	for i := range opt.Shards {
+		o := opt
+		o.Shard = i
+		if len(p.calibrationOf(i, opt.Shards)) == 0 {
+			continue
+		}
+		rep, err := runShard(p, dir, o, true)
+		if rep != nil {
+			total.Points += rep.Points
+			total.Ran += rep.Ran
+			total.Skipped += rep.Skipped
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// calibrationOf lists the calibration points of shard i of n.
+func (p *Plan) calibrationOf(i, n int) []int {
+	var cal []int
+	for _, k := range p.Shard(i, n) {
+		if p.Points[k].Kind == experiment.PointCalibration {
+			cal = append(cal, k)
+		}
+	}
+	return cal
+}
+
+// CalibrationRecorded says whether every calibration point of the plan
+// is recorded in dir's files of n shards (a calibration task has run).
+func CalibrationRecorded(p *Plan, dir string, n int) bool {
+	for i := range n {
+		cal := p.calibrationOf(i, n)
+		if len(cal) == 0 {
+			continue
+		}
+		f, err := readShardFile(ShardFile(dir, i, n))
+		if err != nil {
+			return false
+		}
+		have := map[int]bool{}
+		for _, r := range f.records {
+			if r.Plan == p.Hash {
+				have[r.Index] = true
+			}
+		}
+		for _, k := range cal {
+			if !have[k] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// HasCalibration says whether the plan has calibration points.
+func (p *Plan) HasCalibration() bool { return len(p.calibrationOf(0, 1)) > 0 }
+
+// runShard runs one shard's points (only its calibration points when
+// calOnly, leaving the file open for the shard's own run) under the
+// shard's lock.
+func runShard(p *Plan, dir string, opt RunOptions, calOnly bool) (*RunReport, error) {
 	path := ShardFile(dir, opt.Shard, opt.Shards)
 	lock, err := lockShard(path)
 	if err != nil {
@@ -74,6 +148,9 @@ func Run(p *Plan, dir string, opt RunOptions) (*RunReport, error) {
 	defer lock.release()
 	rep := &RunReport{File: path, StaleLock: lock.prev}
 	mine := p.Shard(opt.Shard, opt.Shards)
+	if calOnly {
+		mine = p.calibrationOf(opt.Shard, opt.Shards)
+	}
 	rep.Points = len(mine)
 	done := map[int]*Record{}
 	var keep int64
@@ -93,9 +170,21 @@ func Run(p *Plan, dir string, opt RunOptions) (*RunReport, error) {
 			done[r.Index] = r
 		}
 		keep = f.valid
-		if f.complete && len(done) == len(mine) {
+		if f.complete && len(done) == len(p.Shard(opt.Shard, opt.Shards)) {
 			rep.Skipped = len(mine)
 			return rep, nil
+		}
+		if calOnly && !f.corrupt {
+			have := 0
+			for _, i := range mine {
+				if done[i] != nil {
+					have++
+				}
+			}
+			if have == len(mine) {
+				rep.Skipped = len(mine)
+				return rep, nil
+			}
 		}
 		if f.problem != "" && !f.complete {
 			rep.Redone = f.problem
@@ -160,6 +249,9 @@ func Run(p *Plan, dir string, opt RunOptions) (*RunReport, error) {
 		}
 	}
 	rep.Ran = len(todo)
+	if calOnly {
+		return rep, w.f.Sync()
+	}
 	if err := w.close(opt.Shard, opt.Shards); err != nil {
 		return rep, err
 	}

@@ -27,7 +27,7 @@ merged result, which "fabemu plot" turns into the experiment's table and
 plots. Every sharding merges to the same bytes as a local run. Recipes and
 file formats: docs/sweeps.md.`,
 	}
-	cmd.AddCommand(newSweepPlanCmd(), newSweepRunCmd(), newSweepMergeCmd(), newSweepStatusCmd())
+	cmd.AddCommand(newSweepPlanCmd(), newSweepRunCmd(), newSweepMergeCmd(), newSweepStatusCmd(), newSweepSubmitCmd())
 	return cmd
 }
 
@@ -72,7 +72,7 @@ func newSweepPlanCmd() *cobra.Command {
 func newSweepRunCmd() *cobra.Command {
 	var shard, out string
 	var jobs int
-	var mixed bool
+	var mixed, calibration bool
 	cmd := &cobra.Command{
 		Use:   "run SPEC.yaml|EXPERIMENT",
 		Short: "Run a sweep's points, or one shard of them, into a results directory (resumable)",
@@ -111,10 +111,15 @@ run of the same shard refuses and names the holder.`,
 			} else if ok {
 				sh = s
 			}
-			fmt.Fprintf(log, "sweep %s (plan %s): shard %d/%d (%s), %d of %d points, %d jobs, results in %s\n",
-				p.Name, p.Hash, sh.Shard, sh.Shards, sh.From, len(p.Shard(sh.Shard, sh.Shards)), len(p.Points), jobs, out)
+			if calibration {
+				fmt.Fprintf(log, "sweep %s (plan %s): the calibration points of all %d shards (%s), %d jobs, results in %s\n",
+					p.Name, p.Hash, sh.Shards, sh.From, jobs, out)
+			} else {
+				fmt.Fprintf(log, "sweep %s (plan %s): shard %d/%d (%s), %d of %d points, %d jobs, results in %s\n",
+					p.Name, p.Hash, sh.Shard, sh.Shards, sh.From, len(p.Shard(sh.Shard, sh.Shards)), len(p.Points), jobs, out)
+			}
 			var prog *report.Progress
-			rep, err := sweep.Run(p, out, sweep.RunOptions{Shard: sh.Shard, Shards: sh.Shards, Jobs: jobs, From: sh.From, AllowMixedVersions: mixed,
+			rep, err := sweep.Run(p, out, sweep.RunOptions{Shard: sh.Shard, Shards: sh.Shards, Jobs: jobs, From: sh.From, AllowMixedVersions: mixed, CalibrationOnly: calibration,
 				Progress: func(done, total int) {
 					if prog == nil {
 						prog = report.NewProgress(os.Stderr, p.Name, float64(total), "points")
@@ -143,6 +148,7 @@ run of the same shard refuses and names the holder.`,
 	fs.StringVar(&out, "out", "sweep-results", "results directory (shared by all shards)")
 	fs.IntVar(&jobs, "jobs", runtime.GOMAXPROCS(0), "points run at once")
 	fs.BoolVar(&mixed, "allow-mixed-versions", false, "resume a shard file another build of fabemu began")
+	fs.BoolVar(&calibration, "calibration", false, "run only the calibration points of every shard (of the count from --shard or the environment) into their files, before the shards run")
 	return cmd
 }
 
