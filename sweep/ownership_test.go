@@ -260,3 +260,48 @@ func TestMixedBuildsRefused(t *testing.T) {
 		t.Fatalf("status builds %v", st.Builds)
 	}
 }
+
+// TestCalibrationRunsOnce: a calibration task records the calibration
+// points of every shard in their files; the shards then run their rows
+// without repeating a calibration, and the merge equals the merge of
+// shards that each repeated the calibration in memory.
+func TestCalibrationRunsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs quick paper004-table1 twice")
+	}
+	p := plan(t, "experiment: paper004-table1\nquick: true\n")
+	if !p.HasCalibration() {
+		t.Fatal("paper004-table1 has no calibration points")
+	}
+	root := t.TempDir()
+	with, without := filepath.Join(root, "with"), filepath.Join(root, "without")
+	rep, err := Run(p, with, RunOptions{Shards: 4, Jobs: 2, CalibrationOnly: true})
+	if err != nil || rep.Ran != 4 || rep.Calibration != 0 {
+		t.Fatalf("calibration task: %+v, %v", rep, err)
+	}
+	if !CalibrationRecorded(p, with, 4) || CalibrationRecorded(p, without, 4) {
+		t.Fatal("CalibrationRecorded")
+	}
+	// run again: nothing to do
+	if rep, err := Run(p, with, RunOptions{Shards: 4, Jobs: 2, CalibrationOnly: true}); err != nil || rep.Ran != 0 {
+		t.Fatalf("calibration task again: %+v, %v", rep, err)
+	}
+	repeated := 0
+	for i := range 4 {
+		rep, err := Run(p, with, RunOptions{Shard: i, Shards: 4, Jobs: 1})
+		if err != nil || rep.Calibration != 0 || rep.Skipped != 1 || rep.Ran != 2 {
+			t.Fatalf("shard %d after the calibration task: %+v, %v", i, rep, err)
+		}
+		rep, err = Run(p, without, RunOptions{Shard: 3 - i, Shards: 4, Jobs: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		repeated += rep.Calibration
+	}
+	if repeated == 0 {
+		t.Fatal("shards without a calibration task repeated no calibration: the test shows nothing")
+	}
+	if !bytes.Equal(merged(t, with), merged(t, without)) {
+		t.Fatal("the merge with a calibration task differs from the merge without")
+	}
+}
