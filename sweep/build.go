@@ -5,6 +5,11 @@ import (
 	"sync"
 )
 
+// stampedRevision is the VCS revision given at link time (-X), for
+// builds without VCS information (the container image's: its build
+// context has no .git).
+var stampedRevision string
+
 // buildID is the binary's identity as result records carry it; tests set
 // it to simulate another binary.
 var buildID = sync.OnceValue(readBuildID)
@@ -31,6 +36,9 @@ func readBuildID() string {
 		case "vcs.modified":
 			mod = s.Value == "true"
 		}
+	}
+	if rev == "" && stampedRevision != "" && stampedRevision != "unknown" {
+		rev = stampedRevision
 	}
 	if rev != "" {
 		id += " rev " + rev
