@@ -186,7 +186,10 @@ func runShard(p *Plan, dir string, opt RunOptions, calOnly bool) (*RunReport, er
 				return rep, nil
 			}
 		}
-		if f.problem != "" && !f.complete {
+		// a cut or corrupt tail is dropped and its points run again; a
+		// file that merely lacks its trailer (a killed run between two
+		// points, or a calibration task's) loses nothing
+		if fi, err := os.Stat(path); err == nil && f.problem != "" && !f.complete && fi.Size() > f.valid {
 			rep.Redone = f.problem
 		}
 	} else if !os.IsNotExist(err) {
