@@ -72,3 +72,23 @@ shards: 2
 		t.Errorf("plot of a spec: %v, want the file named", err)
 	}
 }
+
+func TestSweepSubmitCmd(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := runTrace(t, "sweep", "submit", "paper004-fig5", "--out", dir); err == nil || !strings.Contains(err.Error(), "--slurm or --k8s") {
+		t.Errorf("no scheduler: %v", err)
+	}
+	if _, err := runTrace(t, "sweep", "submit", "paper004-fig5", "--k8s", "--dry-run", "--out", dir); err == nil || !strings.Contains(err.Error(), "no image") {
+		t.Errorf("--k8s without an image: %v", err)
+	}
+	if _, err := runTrace(t, "sweep", "submit", "../../deploy/examples/fig5-quick.yaml", "--k8s", "--dry-run", "--out", dir, "--image", "r/fabemu:1", "--shards", "5"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "fabemu-sweep.yaml"))
+	if err != nil || !strings.Contains(string(b), "completions: 5") || !strings.Contains(string(b), `value: "5"`) || !strings.Contains(string(b), "podReplacementPolicy: Failed") {
+		t.Fatalf("rendered manifest: %v\n%s", err, b)
+	}
+	if _, err := runTrace(t, "sweep", "submit", "paper004-fig5", "--k8s", "--watch", "--image", "x", "--out", dir); err == nil || !strings.Contains(err.Error(), "not built") {
+		t.Errorf("--k8s --watch: %v", err)
+	}
+}
