@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -303,5 +304,28 @@ func TestCalibrationRunsOnce(t *testing.T) {
 	}
 	if !bytes.Equal(merged(t, with), merged(t, without)) {
 		t.Fatal("the merge with a calibration task differs from the merge without")
+	}
+}
+
+// TestStatusProbeDoesNotRefuseARun: a status probe's shared lock, held
+// for an instant when a run starts, does not make the run refuse.
+func TestStatusProbeDoesNotRefuseARun(t *testing.T) {
+	p := plan(t, grid6)
+	dir := t.TempDir()
+	os.MkdirAll(dir, 0o755)
+	file := ShardFile(dir, 0, 3)
+	f, err := os.OpenFile(lockPath(file), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond) // the probe's instant, shorter than the run's patience
+		f.Close()
+	}()
+	if _, err := Run(p, dir, RunOptions{Shard: 0, Shards: 3, Jobs: 1}); err != nil {
+		t.Fatalf("run during a status probe: %v", err)
 	}
 }
