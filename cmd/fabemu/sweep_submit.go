@@ -38,8 +38,10 @@ every node sees.
 With --k8s: render DIR/NAME.yaml (the spec as a ConfigMap, a ReadWriteMany
 claim of --storage-class, the Indexed Job with the shard count set once,
 podReplacementPolicy: Failed) and DIR/NAME-merge.yaml from one template,
-and apply the first with kubectl (not with --dry-run). Apply the merge Job
-once the sweep's Job has completed; --watch is not built for Kubernetes.`,
+and apply the first with kubectl (not with --dry-run). With --watch it
+then polls the Job (its pods are retried by the Job itself, per index)
+until it is Complete, applies the merge Job, waits for it and prints the
+table from its log; a Failed Job is reported with its failed indexes.`,
 		Example: `  fabemu sweep submit deploy/examples/fig5-quick.yaml --slurm --out "$PWD/fig5" --watch
   fabemu sweep submit deploy/examples/paper004-table1.yaml --slurm --out /shared/t1 --sbatch=--partition=long --sbatch=--time=4:00:00`,
 		Args: cobra.ExactArgs(1),
@@ -61,7 +63,7 @@ once the sweep's Job has completed; --watch is not built for Kubernetes.`,
 				shards = min(len(p.Points), 4)
 			}
 			if k8s {
-				return submitKubernetes(cmd, p, args[0], out, name, image, storageClass, shards, retries, watch, dryRun)
+				return submitKubernetes(cmd, p, args[0], out, name, image, storageClass, shards, retries, watch, dryRun, poll)
 			}
 			if bin == "" {
 				if bin, err = os.Executable(); err != nil {
@@ -140,10 +142,9 @@ func mergeAndPlot(cmd *cobra.Command, dir string) error {
 
 // submitKubernetes renders the sweep's manifests into dir and applies the
 // sweep's (unless dryRun).
-func submitKubernetes(cmd *cobra.Command, p *sweep.Plan, specPath, dir, name, image, storageClass string, shards, retries int, watch, dryRun bool) error {
-	if watch {
-		return fmt.Errorf("--watch is not built for --k8s: follow the Job with kubectl get job %s, and apply %s once it has completed",
-			name, filepath.Join(dir, name+"-merge.yaml"))
+func submitKubernetes(cmd *cobra.Command, p *sweep.Plan, specPath, dir, name, image, storageClass string, shards, retries int, watch, dryRun bool, poll time.Duration) error {
+	if watch && dryRun {
+		return fmt.Errorf("--watch with --dry-run: nothing is applied to watch")
 	}
 	text := fmt.Sprintf("schema: %s\nexperiment: %s\nquick: %v\nshards: %d\n", sweep.SpecSchema, p.Spec.Experiment, p.Quick, shards)
 	if data, err := os.ReadFile(specPath); err == nil {
@@ -177,8 +178,24 @@ func submitKubernetes(cmd *cobra.Command, p *sweep.Plan, specPath, dir, name, im
 	if err := kc.Run(); err != nil {
 		return fmt.Errorf("kubectl apply -f %s: %w", sweepFile, err)
 	}
-	fmt.Fprintf(log, "then: kubectl get job %s (until complete), kubectl apply -f %s\n", name, mergeFile)
-	return nil
+	if !watch {
+		fmt.Fprintf(log, "then: kubectl get job %s (until complete), kubectl apply -f %s\n", name, mergeFile)
+		return nil
+	}
+	if err := launch.WatchJob(name, poll, log); err != nil {
+		return err
+	}
+	kc = exec.Command("kubectl", "apply", "-f", mergeFile)
+	kc.Stdout, kc.Stderr = log, log
+	if err := kc.Run(); err != nil {
+		return fmt.Errorf("kubectl apply -f %s: %w", mergeFile, err)
+	}
+	if err := launch.WatchJob(name+"-merge", poll, log); err != nil {
+		return err
+	}
+	kc = exec.Command("kubectl", "logs", "job/"+name+"-merge", "-c", "plot")
+	kc.Stdout, kc.Stderr = cmd.OutOrStdout(), log
+	return kc.Run()
 }
 
 func experimentEmbedded(name string) bool {

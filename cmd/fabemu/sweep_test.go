@@ -88,7 +88,44 @@ func TestSweepSubmitCmd(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "completions: 5") || !strings.Contains(string(b), `value: "5"`) || !strings.Contains(string(b), "podReplacementPolicy: Failed") {
 		t.Fatalf("rendered manifest: %v\n%s", err, b)
 	}
-	if _, err := runTrace(t, "sweep", "submit", "paper004-fig5", "--k8s", "--watch", "--image", "x", "--out", dir); err == nil || !strings.Contains(err.Error(), "not built") {
-		t.Errorf("--k8s --watch: %v", err)
+	if _, err := runTrace(t, "sweep", "submit", "paper004-fig5", "--k8s", "--watch", "--dry-run", "--image", "x", "--out", dir); err == nil || !strings.Contains(err.Error(), "nothing is applied") {
+		t.Errorf("--k8s --watch --dry-run: %v", err)
+	}
+}
+
+// fakeKubectl answers apply, get job (the sweep's Job running for two
+// polls, then Complete or, with FAKE_FAIL, Failed with index 3) and logs.
+const fakeKubectl = `#!/bin/bash
+echo "$*" >> "$FAKE/calls"
+case $1 in
+apply) echo "applied $3";;
+get)
+	n=$(($(cat "$FAKE/n-$3" 2>/dev/null || echo 0) + 1)); echo $n > "$FAKE/n-$3"
+	if (( n < 3 )); then echo -n "|$n|"; elif [[ -n $FAKE_FAIL && $3 != *-merge ]]; then echo -n "FailureTarget Failed |4|3"; else echo -n "SuccessCriteriaMet Complete |5|"; fi;;
+logs) echo "the table";;
+esac
+`
+
+func TestSweepSubmitKubernetesWatch(t *testing.T) {
+	fake := t.TempDir()
+	os.WriteFile(filepath.Join(fake, "kubectl"), []byte(fakeKubectl), 0o755)
+	t.Setenv("PATH", fake+":"+os.Getenv("PATH"))
+	t.Setenv("FAKE", fake)
+	dir := t.TempDir()
+	out, err := runTrace(t, "sweep", "submit", "../../deploy/examples/fig5-quick.yaml", "--k8s", "--watch", "--poll", "1ms", "--image", "r/fabemu:1", "--out", dir)
+	if err != nil || !strings.Contains(out, "the table") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	calls, _ := os.ReadFile(filepath.Join(fake, "calls"))
+	want := "apply -f " + filepath.Join(dir, "fabemu-sweep.yaml")
+	if !strings.HasPrefix(string(calls), want) || !strings.Contains(string(calls), "apply -f "+filepath.Join(dir, "fabemu-sweep-merge.yaml")) ||
+		!strings.Contains(string(calls), "logs job/fabemu-sweep-merge -c plot") || strings.Count(string(calls), "get job fabemu-sweep ") != 3 {
+		t.Fatalf("kubectl calls:\n%s", calls)
+	}
+	os.Remove(filepath.Join(fake, "n-fabemu-sweep"))
+	t.Setenv("FAKE_FAIL", "1")
+	_, err = runTrace(t, "sweep", "submit", "../../deploy/examples/fig5-quick.yaml", "--k8s", "--watch", "--poll", "1ms", "--image", "r/fabemu:1", "--out", dir)
+	if err == nil || !strings.Contains(err.Error(), "job fabemu-sweep failed (failed indexes: 3)") {
+		t.Fatalf("failed Job: %v", err)
 	}
 }

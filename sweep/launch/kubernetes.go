@@ -3,10 +3,14 @@ package launch
 import (
 	"bytes"
 	_ "embed"
+	"errors"
 	"fmt"
+	"io"
+	"os/exec"
 	"regexp"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/fabemu/fabemu/sweep"
 )
@@ -83,4 +87,49 @@ func (k *Kubernetes) Render() (sweepYAML, mergeYAML []byte, err error) {
 		return nil, nil, err
 	}
 	return a.Bytes(), b.Bytes(), nil
+}
+
+// jobStatusPath asks kubectl for a Job's true conditions, its succeeded
+// count and its failed indexes, separated by '|'.
+const jobStatusPath = `jsonpath={range .status.conditions[?(@.status=="True")]}{.type} {end}|{.status.succeeded}|{.status.failedIndexes}`
+
+// WatchJob polls "kubectl get job" until the Job has the condition
+// Complete (nil) or Failed (an error naming its failed indexes). A Job's
+// pods are retried by the Job itself (backoffLimitPerIndex), so there is
+// nothing to resubmit here; a failed Job is one whose shards used up
+// their retries. Unlike "kubectl wait --for=condition=complete" it does
+// not hang when the Job fails.
+func WatchJob(name string, poll time.Duration, log io.Writer) error {
+	if poll <= 0 {
+		poll = 10 * time.Second
+	}
+	last := ""
+	for {
+		out, err := exec.Command("kubectl", "get", "job", name, "-o", jobStatusPath).Output()
+		if err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				return fmt.Errorf("kubectl get job %s: %v: %s", name, err, strings.TrimSpace(string(ee.Stderr)))
+			}
+			return fmt.Errorf("kubectl: %w", err)
+		}
+		conds, rest, _ := strings.Cut(string(out), "|")
+		succeeded, failed, _ := strings.Cut(rest, "|")
+		for _, c := range strings.Fields(conds) {
+			switch c {
+			case "Complete":
+				fmt.Fprintf(log, "job %s complete\n", name)
+				return nil
+			case "Failed":
+				return fmt.Errorf("job %s failed (failed indexes: %s): see kubectl describe job %s and its pods' logs; "+
+					"the shards resume when the Job is applied again", name, strings.TrimSpace(failed), name)
+			}
+		}
+		line := fmt.Sprintf("job %s: %s pods succeeded", name, strings.TrimSpace(succeeded))
+		if line != last {
+			fmt.Fprintln(log, line)
+			last = line
+		}
+		time.Sleep(poll)
+	}
 }
