@@ -61,6 +61,17 @@ func parseShardName(path string) (int, int, bool) {
 	return i, n, err1 == nil && err2 == nil
 }
 
+// ClaimDir records the plan and shard count in dir (creating it), or
+// refuses another plan or shard count there; from says where the count
+// came from. A launcher calls it before submitting, so that status knows
+// the shards before any has run.
+func ClaimDir(p *Plan, dir string, shards int, from string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return claimDir(p, dir, shards, from)
+}
+
 // claimDir records the plan and shard count in dir, or checks them
 // against what it records; from says where the shard count came from.
 // A directory without a description but with result files is checked

@@ -36,7 +36,7 @@ type Status struct {
 	// Running counts the shards a run holds now.
 	Running int `json:"running"`
 	// Files are the shards in order, then the foreign files.
-	Files []FileStatus `json:"shards_detail"`
+	Files []FileStatus `json:"files"`
 	// Builds are the fabemu builds that ran the recorded points.
 	Builds []string `json:"builds,omitempty"`
 	// MergeReady says whether merge would succeed now; MergeProblem is

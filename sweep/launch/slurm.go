@@ -122,7 +122,7 @@ func (s *Slurm) init() error {
 		}
 	}
 	s.shards = map[int]*job{}
-	return nil
+	return sweep.ClaimDir(s.Plan, s.Dir, s.Shards, "fabemu sweep submit")
 }
 
 // script writes the batch script every shard task (and, with
@@ -245,12 +245,20 @@ func (s *Slurm) Submit() error {
 	if _, err := s.script("shard.sbatch"); err != nil {
 		return err
 	}
-	todo, calDone, err := s.pending()
+	all, calDone, running, err := s.pendingRunning()
 	if err != nil {
 		return err
 	}
+	var todo []int
+	for _, i := range all {
+		if running[i] {
+			s.logf("shard %d is running now (its lock is held): not submitted again", i)
+		} else {
+			todo = append(todo, i)
+		}
+	}
 	if len(todo) == 0 {
-		s.logf("every shard of %s is complete: nothing to submit", s.Dir)
+		s.logf("no shard of %s to submit: %d complete, %d running", s.Dir, s.Shards-len(all), len(running))
 		return nil
 	}
 	dep := ""
@@ -266,21 +274,25 @@ func (s *Slurm) Submit() error {
 	return s.submitShards(todo, dep)
 }
 
-// pending lists the shards whose files are not complete, and whether
-// every calibration point is recorded.
-func (s *Slurm) pending() ([]int, bool, error) {
+// pendingRunning lists the shards whose files are not complete, and
+// whether every calibration point is recorded; running are the shards a
+// run holds now (their lock), which may not be this launcher's.
+func (s *Slurm) pendingRunning() ([]int, bool, map[int]bool, error) {
 	st, err := sweep.ReadStatus(s.Dir)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	if st.Plan != "" && (st.Plan != s.Plan.Hash || st.Shards != s.Shards) {
-		return nil, false, fmt.Errorf("%s holds plan %s in %d shards; this submission is plan %s in %d shards: use another directory",
+		return nil, false, nil, fmt.Errorf("%s holds plan %s in %d shards; this submission is plan %s in %d shards: use another directory",
 			s.Dir, st.Plan, st.Shards, s.Plan.Hash, s.Shards)
 	}
-	complete := map[int]bool{}
+	complete, running := map[int]bool{}, map[int]bool{}
 	for _, f := range st.Files {
 		if f.State == sweep.StateComplete && f.Shard < s.Shards {
 			complete[f.Shard] = true
+		}
+		if f.State == sweep.StateRunning {
+			running[f.Shard] = true
 		}
 	}
 	var todo []int
@@ -289,7 +301,7 @@ func (s *Slurm) pending() ([]int, bool, error) {
 			todo = append(todo, i)
 		}
 	}
-	return todo, sweep.CalibrationRecorded(s.Plan, s.Dir, s.Shards), nil
+	return todo, sweep.CalibrationRecorded(s.Plan, s.Dir, s.Shards), running, nil
 }
 
 // states asks squeue for the state of every submitted job and task
@@ -339,7 +351,7 @@ func (s *Slurm) Watch() error {
 		if err != nil {
 			return err
 		}
-		todo, calDone, err := s.pending()
+		todo, calDone, running, err := s.pendingRunning()
 		if err != nil {
 			return err
 		}
@@ -374,7 +386,11 @@ func (s *Slurm) Watch() error {
 		for _, i := range todo {
 			j := s.shards[i]
 			if j == nil {
-				again = append(again, i) // not submitted by this launcher
+				// not submitted by this launcher: submit it, unless a
+				// run (an earlier submission's) holds it now
+				if !running[i] {
+					again = append(again, i)
+				}
 				continue
 			}
 			state := states[j.id]

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,3 +92,37 @@ func TestWatchRetriesBounded(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestSubmitSkipsRunningShards: a shard whose lock a run holds (an
+// earlier submission still running) is not submitted again.
+func TestSubmitSkipsRunningShards(t *testing.T) {
+	fake := t.TempDir()
+	os.WriteFile(filepath.Join(fake, "sbatch"), []byte(fakeSbatch), 0o755)
+	t.Setenv("PATH", fake+":"+os.Getenv("PATH"))
+	t.Setenv("FAKE", fake)
+	s, _ := sweep.ParseSpec([]byte(gridSpec), "tiny.yaml")
+	p, err := sweep.NewPlan(s, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	res := filepath.Join(dir, "res")
+	os.MkdirAll(res, 0o755)
+	lf, err := os.OpenFile(sweep.ShardFile(res, 1, 3)+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	l := &Slurm{Plan: p, Spec: filepath.Join(dir, "tiny.yaml"), Dir: res, Bin: "/bin/false", Shards: 3, Jobs: 1, Log: &log}
+	if err := l.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	calls, _ := os.ReadFile(filepath.Join(fake, "sbatch.log"))
+	if !strings.Contains(string(calls), "--array=0,2 ") || !strings.Contains(log.String(), "shard 1 is running now") {
+		t.Fatalf("sbatch calls:\n%s\nlog:\n%s", calls, log.String())
+	}
+}
