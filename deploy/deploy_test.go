@@ -15,10 +15,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/fabemu/fabemu/sweep"
+	"github.com/fabemu/fabemu/sweep/launch"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -145,13 +148,16 @@ func TestKubernetesSweepJob(t *testing.T) {
 	if mounts["spec"] != "/spec" || vols["spec"].ConfigMap == nil || vols["spec"].ConfigMap.Name != cm.Name {
 		t.Errorf("spec: mount %q, volume %+v; want /spec from ConfigMap %s", mounts["spec"], vols["spec"], cm.Name)
 	}
+	if s.PodReplacementPolicy == nil || *s.PodReplacementPolicy != batchv1.Failed {
+		t.Errorf("podReplacementPolicy %v: want Failed (a replacement pod must not overlap the one it replaces)", s.PodReplacementPolicy)
+	}
 	if len(pvc.Spec.AccessModes) != 1 || pvc.Spec.AccessModes[0] != corev1.ReadWriteMany {
 		t.Errorf("claim access modes %v: pods on several nodes write it, want ReadWriteMany", pvc.Spec.AccessModes)
 	}
 }
 
 func TestKubernetesMergeJob(t *testing.T) {
-	path := filepath.Join("kubernetes", "fabemu-merge.yaml")
+	path := filepath.Join("kubernetes", "fabemu-sweep-merge.yaml")
 	docs := documents(t, path)
 	if len(docs) != 1 {
 		t.Fatalf("%s: %d documents, want 1", path, len(docs))
@@ -168,8 +174,45 @@ func TestKubernetesMergeJob(t *testing.T) {
 	if got := strings.Join(p.Containers[0].Command, " "); !strings.HasPrefix(got, "/fabemu plot /results/merged.json") {
 		t.Errorf("plot command %q", got)
 	}
-	if len(p.Volumes) != 1 || p.Volumes[0].PersistentVolumeClaim == nil || p.Volumes[0].PersistentVolumeClaim.ClaimName != "fabemu-results" {
+	if len(p.Volumes) != 1 || p.Volumes[0].PersistentVolumeClaim == nil || p.Volumes[0].PersistentVolumeClaim.ClaimName != "fabemu-sweep-results" {
 		t.Errorf("volumes %+v: want the sweep's claim", p.Volumes)
+	}
+}
+
+// TestKubernetesManifestsRendered: the shipped manifests are the
+// launcher's rendering of deploy/examples/paper004-table1.yaml, so that
+// they and "fabemu sweep submit --k8s" cannot drift apart. Regenerate
+// them with the command in the failure message.
+func TestKubernetesManifestsRendered(t *testing.T) {
+	const specPath = "examples/paper004-table1.yaml"
+	text, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, dir, err := sweep.LoadSpec(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sweep.NewPlan(s, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &launch.Kubernetes{Plan: p, SpecText: string(text), Image: "registry.example/fabemu:latest", Shards: s.Shards, Retries: 3}
+	a, b, err := k.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		path string
+		want []byte
+	}{{"kubernetes/fabemu-sweep.yaml", a}, {"kubernetes/fabemu-sweep-merge.yaml", b}} {
+		got, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, f.want) {
+			t.Errorf("%s is not the launcher's rendering; regenerate it with: go run ./cmd/fabemu sweep submit deploy/examples/paper004-table1.yaml --k8s --dry-run --out deploy/kubernetes --image registry.example/fabemu:latest", f.path)
+		}
 	}
 }
 
@@ -314,5 +357,91 @@ func TestDockerfile(t *testing.T) {
 	}
 	if !strings.Contains(build, "fabemu:x:65532:65532:") {
 		t.Error("the passwd entry must name user 65532, which USER and the manifests' runAsUser use")
+	}
+	// the Go image is go.mod's version, and the build stays on it
+	mod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goVersion := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(mod)
+	if goVersion == nil || !strings.HasPrefix(stages[0].from, "golang:"+string(goVersion[1])+"-") && stages[0].from != "golang:"+string(goVersion[1]) {
+		t.Errorf("build stage FROM %s: want golang:%s (go.mod's go version)", stages[0].from, goVersion[1])
+	}
+	if !strings.Contains(build, "ENV GOTOOLCHAIN=local") {
+		t.Error("the build stage must set GOTOOLCHAIN=local (no toolchain download, the pinned image's Go)")
+	}
+	if !strings.Contains(build, "-X github.com/fabemu/fabemu/sweep.stampedRevision=${REVISION}") || !strings.Contains(build, "ARG REVISION") {
+		t.Error("the build must stamp the revision (the context has no .git)")
+	}
+	ignore, err := os.ReadFile("../.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{".git", "**/*.jsonl", "/results"} {
+		if !slices.Contains(strings.Split(string(ignore), "\n"), want) {
+			t.Errorf(".dockerignore lacks %s", want)
+		}
+	}
+}
+
+// TestStampedRevision: a binary built as the Dockerfile builds it
+// (-buildvcs=false, the revision given with -X) records that revision in
+// its sweep results.
+func TestStampedRevision(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds fabemu")
+	}
+	bin := filepath.Join(t.TempDir(), "fabemu")
+	out, err := exec.Command("go", "build", "-buildvcs=false", "-ldflags=-X github.com/fabemu/fabemu/sweep.stampedRevision=0123abcd", "-o", bin, "../cmd/fabemu").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "tiny.yaml")
+	os.WriteFile(spec, []byte(tinySpec), 0o644)
+	if out, err := exec.Command(bin, "sweep", "run", spec, "--out", filepath.Join(dir, "r"), "--shard", "0/6", "--jobs", "1").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	data, _ := os.ReadFile(sweep.ShardFile(filepath.Join(dir, "r"), 0, 6))
+	if !bytes.Contains(data, []byte(`"build":"github.com/fabemu/fabemu@(devel) rev 0123abcd"`)) {
+		t.Fatalf("the record does not carry the stamped revision:\n%s", data)
+	}
+}
+
+// TestShardLockAcrossProcesses: while another process holds a shard's
+// lock, "fabemu sweep run" of that shard refuses with the holder's name
+// and writes nothing; once the holder is gone the run goes ahead.
+func TestShardLockAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds fabemu")
+	}
+	bin := buildFabemu(t)
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "tiny.yaml")
+	if err := os.WriteFile(spec, []byte(tinySpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := filepath.Join(dir, "res")
+	os.MkdirAll(res, 0o755)
+	file := sweep.ShardFile(res, 1, 2)
+	lf, err := os.OpenFile(file+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	lf.WriteString("pid 4242 on host node7 since 2026-11-27T00:00:00Z\n")
+	out, err := exec.Command(bin, "sweep", "run", spec, "--out", res, "--shard", "1/2", "--jobs", "1").CombinedOutput()
+	if err == nil || !bytes.Contains(out, []byte("is being written by pid 4242 on host node7")) {
+		t.Fatalf("run of a locked shard: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(file); err == nil {
+		t.Fatal("the refused run created the shard file")
+	}
+	lf.Close() // the holder is gone
+	if out, err := exec.Command(bin, "sweep", "run", spec, "--out", res, "--shard", "1/2", "--jobs", "1").CombinedOutput(); err != nil ||
+		!bytes.Contains(out, []byte("took over")) {
+		t.Fatalf("run after the holder exited: %v\n%s", err, out)
 	}
 }

@@ -188,6 +188,29 @@ func (r *Result) firstSim() *synth.Summary {
 	return nil
 }
 
+// simSeeds names the seed of the sim points: "seed 1", or "seeds 1, 2"
+// when the rows differ (a grid over seeds), in first-seen order.
+func (r *Result) simSeeds() string {
+	var seeds []string
+	seen := map[uint64]bool{}
+	add := func(s *synth.Summary) {
+		if s != nil && !seen[s.Config.Run.Seed] {
+			seen[s.Config.Run.Seed] = true
+			seeds = append(seeds, fmt.Sprint(s.Config.Run.Seed))
+		}
+	}
+	for _, row := range r.Rows {
+		add(row.sim)
+		for _, p := range row.Points {
+			add(p.Summary)
+		}
+	}
+	if len(seeds) == 1 {
+		return "seed " + seeds[0]
+	}
+	return "seeds " + strings.Join(seeds, ", ")
+}
+
 func (r *Result) baseline() *view {
 	for _, row := range r.Rows {
 		if row.Name == r.Baseline && row.replay != nil {
@@ -269,7 +292,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	if r.Kind == KindSim {
 		if s := r.firstSim(); s != nil {
-			head.Add("run", fmt.Sprintf("%g us measured after %g us of warm-up, seed %d", s.SimTimeNs/1e3, s.WarmupNs/1e3, s.Config.Run.Seed), "per point")
+			head.Add("run", fmt.Sprintf("%g us measured after %g us of warm-up, %s", s.SimTimeNs/1e3, s.WarmupNs/1e3, r.simSeeds()), "per point")
 		}
 	}
 	if len(head.Items) > 0 {

@@ -21,7 +21,11 @@ type Merged struct {
 	// Experiment is the definition the points ran (an embedded one, a
 	// file, or a grid written as one).
 	Experiment json.RawMessage `json:"experiment"`
-	Points     []MergedPoint   `json:"points"`
+	// Build is the identity of the fabemu binary that ran the points
+	// (several, comma-separated, only when merged with
+	// --allow-mixed-versions).
+	Build  string        `json:"build,omitempty"`
+	Points []MergedPoint `json:"points"`
 }
 
 // MergedPoint is one point of a merged result.
@@ -34,10 +38,22 @@ type MergedPoint struct {
 	SHA256     string          `json:"sha256"`
 }
 
+// MergeOptions control a merge.
+type MergeOptions struct {
+	// AllowMixedVersions merges points run by different builds of
+	// fabemu (refused by default: a point's result may depend on the
+	// code that ran it).
+	AllowMixedVersions bool
+}
+
 // Merge reads every shard result file in dirs and checks that they are
-// all finished, belong to one plan and hold every point exactly once; it
-// names the missing points and the files of a duplicate.
-func Merge(dirs ...string) (*Merged, error) {
+// all finished, belong to one plan, were run by one build of fabemu and
+// hold every point exactly once; it names the missing points and the
+// files of a duplicate.
+func Merge(dirs ...string) (*Merged, error) { return MergeWith(MergeOptions{}, dirs...) }
+
+// MergeWith is Merge with options.
+func MergeWith(opt MergeOptions, dirs ...string) (*Merged, error) {
 	var files []string
 	for _, d := range dirs {
 		fs, err := resultFiles(d)
@@ -54,6 +70,8 @@ func Merge(dirs ...string) (*Merged, error) {
 	from := map[int]string{}
 	total := -1
 	var planFile string
+	builds := map[string]string{} // build -> first file with it
+	var buildOrder []string
 	for _, path := range files {
 		f, err := readShardFile(path)
 		if err != nil {
@@ -86,6 +104,14 @@ func Merge(dirs ...string) (*Merged, error) {
 			if prev, ok := from[r.Index]; ok {
 				return nil, fmt.Errorf("point #%d %s twice: in %s and in %s (shards of two different shardings in one merge?)", r.Index, r.ID, prev, path)
 			}
+			if _, ok := builds[r.Build]; !ok {
+				if len(builds) > 0 && !opt.AllowMixedVersions {
+					return nil, fmt.Errorf("%s: point %s was run by fabemu %s, the points of %s by %s: results of two builds; "+
+						"rerun with one build, or merge with --allow-mixed-versions", path, r.ID, buildName(r.Build), builds[buildOrder[0]], buildName(buildOrder[0]))
+				}
+				builds[r.Build] = path
+				buildOrder = append(buildOrder, r.Build)
+			}
 			from[r.Index] = path
 			points[r.Index] = &MergedPoint{Index: r.Index, ID: r.ID, ConfigHash: r.ConfigHash, Seed: r.Seed, Result: r.Result, SHA256: r.SHA256}
 		}
@@ -109,10 +135,18 @@ func Merge(dirs ...string) (*Merged, error) {
 		}
 		m.Points = append(m.Points, *pt)
 	}
+	m.Build = strings.Join(buildOrder, ", ")
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%d of %d points missing: %s (their shards have not run, or their files are elsewhere)", len(missing), total, strings.Join(missing, ", "))
 	}
 	return m, nil
+}
+
+func buildName(b string) string {
+	if b == "" {
+		return "(a build that did not record its version)"
+	}
+	return b
 }
 
 // Encode writes the merged result as indented JSON with a final newline.

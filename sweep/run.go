@@ -20,6 +20,18 @@ type RunOptions struct {
 	Jobs int
 	// Progress, if set, is called after each point this run finishes.
 	Progress func(done, total int)
+	// From says where the shard came from (for the refusal of a
+	// directory of another shard count).
+	From string
+	// AllowMixedVersions lets this binary resume a shard file that
+	// another build of fabemu began.
+	AllowMixedVersions bool
+	// CalibrationOnly runs the calibration points of every shard (Shard
+	// is ignored) into their shards' files, without closing them: a
+	// calibration task that runs once before the shards, so that no
+	// shard repeats the calibration in memory. The shards then resume
+	// their files and run their rows.
+	CalibrationOnly bool
 }
 
 // RunReport says what a shard's run did.
@@ -33,6 +45,9 @@ type RunReport struct {
 	// Calibration counts calibration runs made in memory because no
 	// shard had recorded them yet.
 	Calibration int
+	// StaleLock is the holder text of the shard's lock left by a run that
+	// died (empty when the last run released it).
+	StaleLock string
 }
 
 // Run runs shard opt.Shard of opt.Shards of the plan, writing its results
@@ -51,9 +66,91 @@ func Run(p *Plan, dir string, opt RunOptions) (*RunReport, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	if opt.From == "" {
+		opt.From = fmt.Sprintf("shard %d/%d", opt.Shard, opt.Shards)
+	}
+	if err := claimDir(p, dir, opt.Shards, opt.From); err != nil {
+		return nil, err
+	}
+	if !opt.CalibrationOnly {
+		return runShard(p, dir, opt, false)
+	}
+	total := &RunReport{File: dir}
+	for i := range opt.Shards {
+		o := opt
+		o.Shard = i
+		if len(p.calibrationOf(i, opt.Shards)) == 0 {
+			continue
+		}
+		rep, err := runShard(p, dir, o, true)
+		if rep != nil {
+			total.Points += rep.Points
+			total.Ran += rep.Ran
+			total.Skipped += rep.Skipped
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// calibrationOf lists the calibration points of shard i of n.
+func (p *Plan) calibrationOf(i, n int) []int {
+	var cal []int
+	for _, k := range p.Shard(i, n) {
+		if p.Points[k].Kind == experiment.PointCalibration {
+			cal = append(cal, k)
+		}
+	}
+	return cal
+}
+
+// CalibrationRecorded says whether every calibration point of the plan
+// is recorded in dir's files of n shards (a calibration task has run).
+func CalibrationRecorded(p *Plan, dir string, n int) bool {
+	for i := range n {
+		cal := p.calibrationOf(i, n)
+		if len(cal) == 0 {
+			continue
+		}
+		f, err := readShardFile(ShardFile(dir, i, n))
+		if err != nil {
+			return false
+		}
+		have := map[int]bool{}
+		for _, r := range f.records {
+			if r.Plan == p.Hash {
+				have[r.Index] = true
+			}
+		}
+		for _, k := range cal {
+			if !have[k] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// HasCalibration says whether the plan has calibration points.
+func (p *Plan) HasCalibration() bool { return len(p.calibrationOf(0, 1)) > 0 }
+
+// runShard runs one shard's points (only its calibration points when
+// calOnly, leaving the file open for the shard's own run) under the
+// shard's lock.
+func runShard(p *Plan, dir string, opt RunOptions, calOnly bool) (*RunReport, error) {
 	path := ShardFile(dir, opt.Shard, opt.Shards)
-	rep := &RunReport{File: path}
+	lock, err := lockShard(path)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.release()
+	rep := &RunReport{File: path, StaleLock: lock.prev}
 	mine := p.Shard(opt.Shard, opt.Shards)
+	if calOnly {
+		mine = p.calibrationOf(opt.Shard, opt.Shards)
+	}
 	rep.Points = len(mine)
 	done := map[int]*Record{}
 	var keep int64
@@ -63,17 +160,36 @@ func Run(p *Plan, dir string, opt RunOptions) (*RunReport, error) {
 			if err := p.check(r, path); err != nil {
 				return nil, fmt.Errorf("%w; use another directory for another plan", err)
 			}
+			if r.Build != buildID() && !opt.AllowMixedVersions {
+				return nil, fmt.Errorf("%s: point %s was run by fabemu %s, this is %s: results of two builds would mix; "+
+					"use another directory, or allow it with --allow-mixed-versions", path, r.ID, r.Build, buildID())
+			}
 			if done[r.Index] != nil {
 				return nil, fmt.Errorf("%s: point #%d %s recorded twice", path, r.Index, r.ID)
 			}
 			done[r.Index] = r
 		}
 		keep = f.valid
-		if f.complete && len(done) == len(mine) {
+		if f.complete && len(done) == len(p.Shard(opt.Shard, opt.Shards)) {
 			rep.Skipped = len(mine)
 			return rep, nil
 		}
-		if f.problem != "" && !f.complete {
+		if calOnly && !f.corrupt {
+			have := 0
+			for _, i := range mine {
+				if done[i] != nil {
+					have++
+				}
+			}
+			if have == len(mine) {
+				rep.Skipped = len(mine)
+				return rep, nil
+			}
+		}
+		// a cut or corrupt tail is dropped and its points run again; a
+		// file that merely lacks its trailer (a killed run between two
+		// points, or a calibration task's) loses nothing
+		if fi, err := os.Stat(path); err == nil && f.problem != "" && !f.complete && fi.Size() > f.valid {
 			rep.Redone = f.problem
 		}
 	} else if !os.IsNotExist(err) {
@@ -136,6 +252,9 @@ func Run(p *Plan, dir string, opt RunOptions) (*RunReport, error) {
 		}
 	}
 	rep.Ran = len(todo)
+	if calOnly {
+		return rep, w.f.Sync()
+	}
 	if err := w.close(opt.Shard, opt.Shards); err != nil {
 		return rep, err
 	}
@@ -179,7 +298,7 @@ func (w *writer) write(i int, pr *experiment.PointResult, wall float64, done map
 	}
 	pt := w.p.Points[i]
 	r := Record{Schema: PointSchema, Sweep: w.p.Name, Plan: w.p.Hash, Total: len(w.p.Points), Index: i, ID: pt.ID,
-		ConfigHash: pt.ConfigHash, Seed: pt.Seed, Result: res, SHA256: sum(res), WallSeconds: wall}
+		ConfigHash: pt.ConfigHash, Seed: pt.Seed, Result: res, SHA256: sum(res), Build: buildID(), WallSeconds: wall}
 	line, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -206,7 +325,7 @@ func (w *writer) close(shard, shards int) error {
 		return err
 	}
 	t := Trailer{Schema: TrailerSchema, Plan: w.p.Hash, Shard: shard, Shards: shards, Records: w.records,
-		Sweep: w.p.Name, Quick: w.p.Quick, Experiment: w.p.expJSON, SHA256: sum(data)}
+		Sweep: w.p.Name, Quick: w.p.Quick, Experiment: w.p.expJSON, Build: buildID(), SHA256: sum(data)}
 	line, err := json.Marshal(t)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package sweep
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -10,28 +11,54 @@ import (
 	"github.com/fabemu/fabemu/internal/report"
 )
 
+// Shard states in a status.
+const (
+	StateComplete = "complete" // a valid trailer closes the file
+	StateRunning  = "running"  // a run holds the shard's lock
+	StateDead     = "dead"     // partial, and no run holds the lock: resubmit it
+	StateMissing  = "missing"  // no file yet, and no run holds the lock
+	StateCorrupt  = "corrupt"  // a bad line before the end (see Detail)
+	StateForeign  = "foreign"  // another plan or another shard count
+)
+
 // Status is the progress of a sweep's results directory.
 type Status struct {
-	Dir string
-	// Plan and Sweep identify the plan (empty before any point is
-	// recorded); Total is its point count.
-	Plan, Sweep string
-	Total, Done int
-	// Files are the shard files, with their state.
-	Files []FileStatus
-	// WallSeconds sums the recorded points' wall times; ETA is the
-	// remaining points at the mean wall time per point, divided over the
-	// shards still running (at least one).
-	WallSeconds float64
-	ETA         time.Duration
+	Dir string `json:"dir"`
+	// Sweep, Plan and Shards identify the sweep the directory holds
+	// (from its sweep.json, else from its first record and file name);
+	// Total is its point count, Done the points recorded in its own
+	// shard files.
+	Sweep  string `json:"sweep,omitempty"`
+	Plan   string `json:"plan,omitempty"`
+	Shards int    `json:"shards,omitempty"`
+	Total  int    `json:"points"`
+	Done   int    `json:"done"`
+	// Running counts the shards a run holds now.
+	Running int `json:"running"`
+	// Files are the shards in order, then the foreign files.
+	Files []FileStatus `json:"files"`
+	// Builds are the fabemu builds that ran the recorded points.
+	Builds []string `json:"builds,omitempty"`
+	// MergeReady says whether merge would succeed now; MergeProblem is
+	// merge's error otherwise.
+	MergeReady   bool   `json:"merge_ready"`
+	MergeProblem string `json:"merge_problem,omitempty"`
+	// WallSeconds sums the recorded points' wall times; ETASeconds, set
+	// only while a shard runs, is the remaining points at the mean wall
+	// time per point, divided over the running shards.
+	WallSeconds float64 `json:"wall_seconds"`
+	ETASeconds  float64 `json:"eta_seconds,omitempty"`
 }
 
-// FileStatus is one shard file's state.
+// FileStatus is one shard's state.
 type FileStatus struct {
-	Path     string
-	Records  int
-	Complete bool
-	Problem  string
+	Path    string `json:"file"`
+	Shard   int    `json:"shard"`
+	State   string `json:"state"`
+	Records int    `json:"records"`
+	// Detail says why (the problem line of a corrupt file, the lock
+	// holder of a running shard, what a foreign file belongs to).
+	Detail string `json:"detail,omitempty"`
 }
 
 // ReadStatus reads the progress of a results directory.
@@ -41,65 +68,151 @@ func ReadStatus(dir string) (*Status, error) {
 		return nil, err
 	}
 	st := &Status{Dir: dir}
-	seen := map[int]bool{}
-	running := 0
+	info, err := ReadDirInfo(dir)
+	if err != nil {
+		return nil, err
+	}
+	read := map[string]*shardFile{}
 	for _, path := range files {
 		f, err := readShardFile(path)
 		if err != nil {
 			return nil, err
 		}
-		st.Files = append(st.Files, FileStatus{Path: path, Records: len(f.records), Complete: f.complete, Problem: f.problem})
-		if !f.complete {
-			running++
-		}
-		for _, r := range f.records {
-			if st.Plan == "" {
-				st.Plan, st.Sweep, st.Total = r.Plan, r.Sweep, r.Total
-			}
-			if r.Plan != st.Plan {
-				return nil, fmt.Errorf("%s: point %s is of plan %s, other files of plan %s: results of different sweeps in one directory", path, r.ID, r.Plan, st.Plan)
-			}
-			if !seen[r.Index] {
-				seen[r.Index] = true
-				st.Done++
-				st.WallSeconds += r.WallSeconds
+		read[path] = f
+	}
+	if info != nil {
+		st.Sweep, st.Plan, st.Shards, st.Total = info.Sweep, info.Plan, info.Shards, info.Points
+	} else {
+		// an older directory: the first file with a record decides
+		for _, path := range files {
+			if f := read[path]; len(f.records) > 0 {
+				r := f.records[0]
+				st.Sweep, st.Plan, st.Total = r.Sweep, r.Plan, r.Total
+				_, st.Shards, _ = parseShardName(path)
+				break
 			}
 		}
 	}
-	if st.Done > 0 && st.Total > st.Done {
+	seen := map[int]bool{}
+	builds := map[string]bool{}
+	own := map[string]bool{}
+	for i := range st.Shards {
+		path := ShardFile(dir, i, st.Shards)
+		own[path] = true
+		fs := FileStatus{Path: path, Shard: i}
+		held, holder := lockHolder(path)
+		f := read[path]
+		switch {
+		case f != nil && f.complete:
+			fs.State = StateComplete
+		case held:
+			fs.State, fs.Detail = StateRunning, holder
+			st.Running++
+		case f == nil:
+			fs.State = StateMissing
+		case f.corrupt:
+			fs.State, fs.Detail = StateCorrupt, f.problem
+		default:
+			fs.State, fs.Detail = StateDead, f.problem+"; no run holds its lock: run the shard again (it resumes)"
+		}
+		if f != nil {
+			fs.Records = len(f.records)
+			if ok, why := foreign(f, st.Plan); ok {
+				fs.State, fs.Detail = StateForeign, why
+			} else {
+				for _, r := range f.records {
+					if !seen[r.Index] {
+						seen[r.Index] = true
+						st.Done++
+						st.WallSeconds += r.WallSeconds
+					}
+					if !builds[r.Build] {
+						builds[r.Build] = true
+						st.Builds = append(st.Builds, buildName(r.Build))
+					}
+				}
+			}
+		}
+		st.Files = append(st.Files, fs)
+	}
+	for _, path := range files {
+		if own[path] {
+			continue
+		}
+		f := read[path]
+		_, why := foreign(f, st.Plan)
+		if why == "" {
+			_, n, _ := parseShardName(path)
+			why = fmt.Sprintf("a file of %d shards; this directory holds %d", n, st.Shards)
+		}
+		sh, _, _ := parseShardName(path)
+		st.Files = append(st.Files, FileStatus{Path: path, Shard: sh, State: StateForeign, Records: len(f.records), Detail: why})
+	}
+	if st.Plan != "" {
+		if _, err := Merge(dir); err != nil {
+			st.MergeProblem = err.Error()
+		} else {
+			st.MergeReady = true
+		}
+	} else {
+		st.MergeProblem = "no points recorded yet"
+	}
+	if st.Running > 0 && st.Done > 0 && st.Total > st.Done {
 		per := st.WallSeconds / float64(st.Done)
-		st.ETA = time.Duration(per * float64(st.Total-st.Done) / float64(max(1, running)) * float64(time.Second))
+		st.ETASeconds = per * float64(st.Total-st.Done) / float64(st.Running)
 	}
 	return st, nil
 }
 
-// Write prints the status.
+// foreign says whether a shard file's records or trailer belong to
+// another plan than plan.
+func foreign(f *shardFile, plan string) (bool, string) {
+	for _, r := range f.records {
+		if r.Plan != plan {
+			return true, fmt.Sprintf("point %s is of sweep %q plan %s; this directory holds plan %s", r.ID, r.Sweep, r.Plan, plan)
+		}
+	}
+	if f.complete && f.trailer.Plan != plan {
+		return true, fmt.Sprintf("its trailer is of plan %s; this directory holds plan %s", f.trailer.Plan, plan)
+	}
+	return false, ""
+}
+
+// Write prints the status: a summary line, the merge's readiness, the
+// ETA while a shard runs, and each shard's state.
 func (st *Status) Write(w io.Writer) error {
 	if st.Plan == "" {
 		fmt.Fprintf(w, "%s: no points recorded yet (%d shard files)\n", st.Dir, len(st.Files))
-	} else {
-		pct := 100 * float64(st.Done) / float64(max(1, st.Total))
-		eta := "done"
-		if st.Done < st.Total {
-			eta = "ETA unknown"
-			if st.ETA > 0 {
-				eta = "ETA " + st.ETA.Round(time.Second).String()
-			}
-		}
-		fmt.Fprintf(w, "sweep %s (plan %s): %d/%d points done (%.1f%%), %s\n", st.Sweep, st.Plan, st.Done, st.Total, pct, eta)
-	}
-	t := report.Table{Columns: []report.Column{{Name: "file", Align: report.AlignLeft}, {Name: "points", Align: report.AlignRight},
-		{Name: "state", Align: report.AlignLeft}}}
-	for _, f := range st.Files {
-		state := "finished"
-		if !f.Complete {
-			state = "running or killed: " + f.Problem
-		}
-		t.AddRow(f.Path, strconv.Itoa(f.Records), state)
-	}
-	if len(st.Files) == 0 {
 		return nil
 	}
+	pct := 100 * float64(st.Done) / float64(max(1, st.Total))
+	if !st.MergeReady && pct > 99.9 {
+		pct = 99.9 // 100% only when merge would succeed
+	}
+	fmt.Fprintf(w, "sweep %s (plan %s, %d shards): %d/%d points done (%.1f%%), %d shards running\n",
+		st.Sweep, st.Plan, st.Shards, st.Done, st.Total, pct, st.Running)
+	if st.MergeReady {
+		fmt.Fprintf(w, "merge: ready (fabemu sweep merge %s)\n", st.Dir)
+	} else {
+		fmt.Fprintf(w, "merge: not ready: %s\n", st.MergeProblem)
+	}
+	if st.ETASeconds > 0 {
+		fmt.Fprintf(w, "ETA %s (mean point wall time over the %d running shards)\n",
+			(time.Duration(st.ETASeconds * float64(time.Second))).Round(time.Second), st.Running)
+	}
+	if len(st.Builds) > 1 {
+		fmt.Fprintf(w, "builds: %s (mixed: merge refuses them without --allow-mixed-versions)\n", strings.Join(st.Builds, "; "))
+	}
+	t := report.Table{Columns: []report.Column{{Name: "shard", Align: report.AlignRight}, {Name: "file", Align: report.AlignLeft},
+		{Name: "points", Align: report.AlignRight}, {Name: "state", Align: report.AlignLeft}}}
+	for _, f := range st.Files {
+		state := f.State
+		if f.Detail != "" {
+			state += ": " + f.Detail
+		}
+		t.AddRow(strconv.Itoa(f.Shard), filepath.Base(f.Path), strconv.Itoa(f.Records), state)
+	}
+	fmt.Fprintln(w)
 	return t.Write(w)
 }
 
@@ -113,8 +226,9 @@ type ShardEnv struct {
 // ShardFromEnv reads the shard from the environment of a Kubernetes
 // Indexed Job (JOB_COMPLETION_INDEX, with the count from
 // FABEMU_SHARDS, which the manifest sets to the Job's completions) or a
-// Slurm job array (SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT, or
-// with SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_MAX); defaultShards is
+// Slurm job array (SLURM_ARRAY_TASK_ID with FABEMU_SHARDS, else with
+// SLURM_ARRAY_TASK_COUNT, or with SLURM_ARRAY_TASK_MIN and
+// SLURM_ARRAY_TASK_MAX); defaultShards is
 // the count when FABEMU_SHARDS is unset (the spec's shards). It returns
 // false when none of them is set.
 func ShardFromEnv(getenv func(string) string, defaultShards int) (ShardEnv, bool, error) {
@@ -149,6 +263,15 @@ func ShardFromEnv(getenv func(string) string, defaultShards int) (ShardEnv, bool
 		id, err := num("SLURM_ARRAY_TASK_ID")
 		if err != nil {
 			return ShardEnv{}, false, err
+		}
+		// a resubmitted task (sbatch --array=3) no longer sees the
+		// array's count: FABEMU_SHARDS keeps it, the task ID is the shard
+		if getenv("FABEMU_SHARDS") != "" {
+			n, err := num("FABEMU_SHARDS")
+			if err != nil {
+				return ShardEnv{}, false, err
+			}
+			return checkShard(ShardEnv{id, n, "SLURM_ARRAY_TASK_ID and FABEMU_SHARDS"})
 		}
 		if getenv("SLURM_ARRAY_TASK_COUNT") != "" {
 			n, err := num("SLURM_ARRAY_TASK_COUNT")

@@ -37,6 +37,9 @@ type Record struct {
 	Seed       uint64          `json:"seed"`
 	Result     json.RawMessage `json:"result"`
 	SHA256     string          `json:"sha256"`
+	// Build is the identity of the fabemu binary that ran the point
+	// (module version and VCS revision); merge refuses to mix builds.
+	Build string `json:"build,omitempty"`
 	// WallSeconds is the point's wall time (machine-dependent; for
 	// status and ETA only, left out of merged results).
 	WallSeconds float64 `json:"wall_seconds,omitempty"`
@@ -55,7 +58,9 @@ type Trailer struct {
 	Sweep      string          `json:"sweep"`
 	Quick      bool            `json:"quick"`
 	Experiment json.RawMessage `json:"experiment"`
-	SHA256     string          `json:"sha256"`
+	// Build is the identity of the binary that closed the file.
+	Build  string `json:"build,omitempty"`
+	SHA256 string `json:"sha256"`
 }
 
 func sum(b []byte) string {
@@ -79,6 +84,12 @@ type shardFile struct {
 	trailer  Trailer
 	// problem says why the file is not complete (empty if it is).
 	problem string
+	// corrupt: the problem is not the end of a run that stopped (a
+	// last line cut short, or no trailer yet) but a bad line before
+	// it: concurrent writers, an edited file, a disk fault.
+	corrupt bool
+	// badLine is the line of a corrupt file's problem.
+	badLine int
 }
 
 // readShardFile reads a result file: the records up to the first line
@@ -100,50 +111,47 @@ func readShardFile(path string) (*shardFile, error) {
 			f.problem = fmt.Sprintf("line %d is cut short (a killed shard?)", line)
 			return f, nil
 		}
+		bad := func(format string, args ...any) (*shardFile, error) {
+			f.problem = fmt.Sprintf(format, args...)
+			f.corrupt, f.badLine, f.complete = true, line, false
+			return f, nil
+		}
 		b := data[off : off+nl]
 		var head struct {
 			Schema string `json:"schema"`
 		}
 		if err := json.Unmarshal(b, &head); err != nil {
-			f.problem = fmt.Sprintf("line %d: not JSON: %v", line, err)
-			return f, nil
+			return bad("line %d: not JSON: %v", line, err)
+
 		}
 		switch head.Schema {
 		case PointSchema:
 			if f.complete {
-				f.problem = fmt.Sprintf("line %d: a record after the trailer", line)
-				f.complete = false
-				return f, nil
+				return bad("line %d: a record after the trailer", line)
 			}
 			var r Record
 			if err := json.Unmarshal(b, &r); err != nil {
-				f.problem = fmt.Sprintf("line %d: %v", line, err)
-				return f, nil
+				return bad("line %d: %v", line, err)
 			}
 			if r.Total < 1 || r.Total > maxPoints || r.Index < 0 || r.Index >= r.Total {
-				f.problem = fmt.Sprintf("line %d (point %s): index %d of %d points: want 0 <= index < points <= %d", line, r.ID, r.Index, r.Total, maxPoints)
-				return f, nil
+				return bad("line %d (point %s): index %d of %d points: want 0 <= index < points <= %d", line, r.ID, r.Index, r.Total, maxPoints)
 			}
 			if sum(r.Result) != r.SHA256 {
-				f.problem = fmt.Sprintf("line %d (point %s): checksum mismatch", line, r.ID)
-				return f, nil
+				return bad("line %d (point %s): checksum mismatch", line, r.ID)
 			}
 			f.records = append(f.records, r)
 		case TrailerSchema:
 			var t Trailer
 			if err := json.Unmarshal(b, &t); err != nil {
-				f.problem = fmt.Sprintf("line %d: %v", line, err)
-				return f, nil
+				return bad("line %d: %v", line, err)
 			}
 			if t.Records != len(f.records) || t.SHA256 != sum(data[:off]) {
-				f.problem = fmt.Sprintf("line %d: trailer says %d records, checksum %.12s; file has %d records, checksum %.12s",
+				return bad("line %d: trailer says %d records, checksum %.12s; file has %d records, checksum %.12s",
 					line, t.Records, t.SHA256, len(f.records), sum(data[:off]))
-				return f, nil
 			}
 			f.trailer, f.complete = t, true
 		default:
-			f.problem = fmt.Sprintf("line %d: schema %q: want %s or %s", line, head.Schema, PointSchema, TrailerSchema)
-			return f, nil
+			return bad("line %d: schema %q: want %s or %s", line, head.Schema, PointSchema, TrailerSchema)
 		}
 		off += nl + 1
 		if !f.complete {

@@ -124,6 +124,10 @@ func TestShardingsMergeIdentically(t *testing.T) {
 	if !strings.Contains(tab.String(), "traffic.pattern=bitrev,run.seed=2") {
 		t.Fatalf("table lacks a grid row:\n%s", tab.String())
 	}
+	// the setup names both seeds the rows ran with, not the first row's
+	if !strings.Contains(tab.String(), "seeds 1, 2") {
+		t.Fatalf("setup does not name the grid's seeds:\n%s", tab.String())
+	}
 	files, err := res.WritePlot(filepath.Join(root, "plot.svg"))
 	if err != nil || len(files) != 1 {
 		t.Fatalf("plot: %v %v", files, err)

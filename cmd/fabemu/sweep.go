@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -26,7 +27,7 @@ merged result, which "fabemu plot" turns into the experiment's table and
 plots. Every sharding merges to the same bytes as a local run. Recipes and
 file formats: docs/sweeps.md.`,
 	}
-	cmd.AddCommand(newSweepPlanCmd(), newSweepRunCmd(), newSweepMergeCmd(), newSweepStatusCmd())
+	cmd.AddCommand(newSweepPlanCmd(), newSweepRunCmd(), newSweepMergeCmd(), newSweepStatusCmd(), newSweepSubmitCmd())
 	return cmd
 }
 
@@ -47,7 +48,7 @@ func newSweepPlanCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan SPEC.yaml|EXPERIMENT",
 		Short: "Print a sweep's points in order, with each one's shard, seed, configuration hash and memory estimate",
-		Example: `  fabemu sweep plan deploy/examples/table1.yaml --shards 8
+		Example: `  fabemu sweep plan deploy/examples/paper004-table1.yaml --shards 8
   fabemu sweep plan paper004-fig5`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -71,16 +72,22 @@ func newSweepPlanCmd() *cobra.Command {
 func newSweepRunCmd() *cobra.Command {
 	var shard, out string
 	var jobs int
+	var mixed, calibration bool
 	cmd := &cobra.Command{
 		Use:   "run SPEC.yaml|EXPERIMENT",
 		Short: "Run a sweep's points, or one shard of them, into a results directory (resumable)",
 		Long: `Run the points of a sweep into --out. With --shard I/N, or inside a Kubernetes
 Indexed Job (JOB_COMPLETION_INDEX, with FABEMU_SHARDS or the spec's shards as
-the count) or a Slurm job array (SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT,
-or SLURM_ARRAY_TASK_MIN/MAX), only that shard's points run; without any, the
-whole sweep runs on a local pool of --jobs workers. The shard's results go to
-DIR/shard-IIII-of-NNNN.jsonl. Run it again after a crash: finished points
-are kept and a point cut short is redone.`,
+the count) or a Slurm job array (SLURM_ARRAY_TASK_ID with FABEMU_SHARDS, else
+SLURM_ARRAY_TASK_COUNT or SLURM_ARRAY_TASK_MIN/MAX), only that shard's points
+run; without any, the whole sweep runs on a local pool of --jobs workers. The
+shard's results go to DIR/shard-IIII-of-NNNN.jsonl. Run it again after a
+crash: finished points are kept and a point cut short is redone.
+
+The first run records the plan and the shard count in DIR/sweep.json; a run
+of another plan or another shard count there is refused. A shard's file is
+locked while a run writes it (DIR/shard-IIII-of-NNNN.jsonl.lock): a second
+run of the same shard refuses and names the holder.`,
 		Example: `  fabemu sweep run sweep.yaml --out results
   fabemu sweep run sweep.yaml --shard 3/8 --out /results
   SLURM_ARRAY_TASK_ID=3 SLURM_ARRAY_TASK_COUNT=8 fabemu sweep run sweep.yaml --out results`,
@@ -104,10 +111,15 @@ are kept and a point cut short is redone.`,
 			} else if ok {
 				sh = s
 			}
-			fmt.Fprintf(log, "sweep %s (plan %s): shard %d/%d (%s), %d of %d points, %d jobs, results in %s\n",
-				p.Name, p.Hash, sh.Shard, sh.Shards, sh.From, len(p.Shard(sh.Shard, sh.Shards)), len(p.Points), jobs, out)
+			if calibration {
+				fmt.Fprintf(log, "sweep %s (plan %s): the calibration points of all %d shards (%s), %d jobs, results in %s\n",
+					p.Name, p.Hash, sh.Shards, sh.From, jobs, out)
+			} else {
+				fmt.Fprintf(log, "sweep %s (plan %s): shard %d/%d (%s), %d of %d points, %d jobs, results in %s\n",
+					p.Name, p.Hash, sh.Shard, sh.Shards, sh.From, len(p.Shard(sh.Shard, sh.Shards)), len(p.Points), jobs, out)
+			}
 			var prog *report.Progress
-			rep, err := sweep.Run(p, out, sweep.RunOptions{Shard: sh.Shard, Shards: sh.Shards, Jobs: jobs,
+			rep, err := sweep.Run(p, out, sweep.RunOptions{Shard: sh.Shard, Shards: sh.Shards, Jobs: jobs, From: sh.From, AllowMixedVersions: mixed, CalibrationOnly: calibration,
 				Progress: func(done, total int) {
 					if prog == nil {
 						prog = report.NewProgress(os.Stderr, p.Name, float64(total), "points")
@@ -116,8 +128,11 @@ are kept and a point cut short is redone.`,
 				}})
 			prog.Done()
 			if rep != nil {
-				if rep.Redone != "" {
-					fmt.Fprintf(log, "resumed %s: %s; that point is redone\n", rep.File, rep.Redone)
+				if rep.StaleLock != "" {
+					fmt.Fprintf(log, "took over %s's lock from a run that died (%s)\n", rep.File, rep.StaleLock)
+				}
+				if rep.Redone != "" && rep.Ran > 0 {
+					fmt.Fprintf(log, "resumed %s: %s; the rest of the file was dropped and its points run again\n", rep.File, rep.Redone)
 				}
 				fmt.Fprintf(log, "%s: %d points: %d ran, %d already done", rep.File, rep.Points, rep.Ran, rep.Skipped)
 				if rep.Calibration > 0 {
@@ -132,11 +147,14 @@ are kept and a point cut short is redone.`,
 	fs.StringVar(&shard, "shard", "", "run shard I of N (I/N, 0-based); default from the Kubernetes or Slurm array variables, else the whole sweep")
 	fs.StringVar(&out, "out", "sweep-results", "results directory (shared by all shards)")
 	fs.IntVar(&jobs, "jobs", runtime.GOMAXPROCS(0), "points run at once")
+	fs.BoolVar(&mixed, "allow-mixed-versions", false, "resume a shard file another build of fabemu began")
+	fs.BoolVar(&calibration, "calibration", false, "run only the calibration points of every shard (of the count from --shard or the environment) into their files, before the shards run")
 	return cmd
 }
 
 func newSweepMergeCmd() *cobra.Command {
 	var out string
+	var mixed bool
 	cmd := &cobra.Command{
 		Use:   "merge DIR...",
 		Short: "Check that every point of a sweep is present exactly once and write the merged result",
@@ -144,7 +162,7 @@ func newSweepMergeCmd() *cobra.Command {
   fabemu plot merged.json --plot figure.svg`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := sweep.Merge(args...)
+			m, err := sweep.MergeWith(sweep.MergeOptions{AllowMixedVersions: mixed}, args...)
 			if err != nil {
 				return err
 			}
@@ -165,20 +183,35 @@ func newSweepMergeCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "merged.json", "merged result (schema "+sweep.MergedSchema+"; - for stdout)")
+	cmd.Flags().BoolVar(&mixed, "allow-mixed-versions", false, "merge points run by different builds of fabemu (refused by default)")
 	return cmd
 }
 
 func newSweepStatusCmd() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "status DIR",
-		Short: "Show a sweep's points done out of the total, per shard file, and an ETA",
-		Args:  cobra.ExactArgs(1),
+		Short: "Show each shard's state (complete, running, dead, missing, corrupt, foreign), whether merge would succeed, and an ETA while shards run",
+		Long: `Show a results directory's progress: the points done out of the plan's,
+whether "sweep merge" would succeed now (100% only then), and each shard's
+state: complete (a valid trailer), running (a run holds its lock), dead
+(partial and no run holds the lock: run it again, it resumes), missing,
+corrupt (a bad line before the end, named), or foreign (another plan or
+shard count). The ETA is shown only while a shard runs.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := sweep.ReadStatus(args[0])
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
 			return st.Write(cmd.OutOrStdout())
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	return cmd
 }
