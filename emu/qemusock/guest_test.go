@@ -231,6 +231,17 @@ func startPayloadServers(t *testing.T, ns string, size int64, upPort, downPort i
 	return s
 }
 
+// freeLoopbackPort returns 127.0.0.1:port with a port free a moment ago.
+func freeLoopbackPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
 // guestBoot bounds one boot, transfer and power-off of the guest: it
 // takes about 10 s plus the transfers on this 2-core machine under TCG;
 // the limit only turns a hung guest into a failure.
@@ -263,10 +274,19 @@ func TestRealGuest(t *testing.T) {
 	if err := buildInitramfs(g, initrd, fmt.Sprintf(guestInit, strings.Join(guestModules, " "), guestIP, hostIP, size, upPort, downPort)); err != nil {
 		t.Fatal(err)
 	}
-	for i, mode := range []string{"deterministic", "adaptive-inorder"} {
-		t.Run(mode, func(t *testing.T) {
+	// Each mode attaches the guest one of the two ways QEMU offers: a unix
+	// socket (-netdev stream, QEMU 7.2 and later) and TCP (-netdev
+	// socket, any QEMU; libvirt's <interface type='client'>).
+	for i, tc := range []struct{ mode, attach string }{{"deterministic", "unix"}, {"adaptive-inorder", "tcp"}} {
+		mode := tc.mode
+		t.Run(mode+"/"+tc.attach, func(t *testing.T) {
 			id := fmt.Sprintf("%d%c", os.Getpid()%100000, 'a'+i)
 			sock := filepath.Join(dir, "vm"+id+".sock")
+			netdev := "stream,id=n0,server=off,addr.type=unix,addr.path=" + sock
+			if tc.attach == "tcp" {
+				sock = freeLoopbackPort(t)
+				netdev = "socket,id=n0,connect=" + sock
+			}
 			c := emu.DefaultRunConfig()
 			c.Model.Preset = "tap-square-10g"
 			c.Model.Delivery = mode
@@ -290,7 +310,7 @@ func TestRealGuest(t *testing.T) {
 				if pf != nil {
 					pf.Close()
 				}
-				if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+				if _, err := os.Lstat(sock); tc.attach == "unix" && !os.IsNotExist(err) {
 					t.Errorf("socket %s left behind", sock)
 				}
 				if netnsutil.Exists(ns) {
@@ -315,7 +335,7 @@ func TestRealGuest(t *testing.T) {
 				"-nographic", "-monitor", "none", "-no-reboot",
 				"-kernel", g.kernel, "-initrd", initrd,
 				"-append", "console=ttyS0 panic=-1 quiet loglevel=3 mitigations=off",
-				"-netdev", "stream,id=n0,server=off,addr.type=unix,addr.path="+sock,
+				"-netdev", netdev,
 				"-device", "virtio-net-pci,netdev=n0,mac=52:54:00:fa:be:01,romfile=")
 			out, err := cmd.StdoutPipe()
 			if err != nil {
@@ -420,6 +440,10 @@ func TestRealGuest(t *testing.T) {
 			}
 			if st.PcapOut == nil || st.PcapOut.Written == 0 {
 				t.Errorf("pcap_out recorded nothing: %+v", st.PcapOut)
+			}
+			for _, hs := range st.Hosts {
+				t.Logf("%s: %d frames in, %d out; write system call p50 %.1f µs, p99 %.1f µs; read to submit p50 %.1f µs",
+					hs.TAP, hs.FramesIn, hs.FramesOut, hs.Path.Write.P50/1e3, hs.Path.Write.P99/1e3, hs.Path.ReadToSubmit.P50/1e3)
 			}
 			t.Logf("%s: guest booted, pinged and moved %d MiB each way in %.1f s (wall, under TCG); guest to namespace %.1f MB/s, namespace to guest %.1f MB/s",
 				mode, size, elapsed.Seconds(), srv.upRate/1e6, srv.downRate/1e6)

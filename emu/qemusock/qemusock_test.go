@@ -75,7 +75,7 @@ func (l *pairListener) Addr() net.Addr { return &net.UnixAddr{Name: "socketpair"
 
 // dial makes a socketpair, hands one end to the port and returns the
 // other: the fake QEMU.
-func (l *pairListener) dial(t *testing.T) net.Conn {
+func (l *pairListener) dial(t testing.TB) net.Conn {
 	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
