@@ -100,3 +100,7 @@ func (e *Emulator) openQEMUSocket(p *port) (*qemusock.Port, error) {
 		zap.Stringer("mac", d.MAC()), zap.Int("host", p.host))
 	return d, nil
 }
+
+// IsTAP reports whether the entry is a TAP device (which needs
+// CAP_NET_ADMIN) rather than a socket a VM attaches to.
+func (t TAPConfig) IsTAP() bool { return t.kind() == KindTAP }
