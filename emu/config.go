@@ -66,6 +66,10 @@ type TAPConfig struct {
 	// (tap.Config.Offload): the kernel hands up 64 KB super-frames, each
 	// one fabric message.
 	Offload bool `yaml:"offload" json:"offload" doc:"checksum and TCP segmentation offload (IFF_VNET_HDR): TCP super-frames of up to 64 KB cross the fabric as one message each, segmented at the fabric MTU; a destination without offload gets them segmented in software"`
+	// Kind and Socket make the entry a VM's port instead of a TAP device
+	// (vmport.go).
+	Kind   string `yaml:"kind" json:"kind,omitempty" doc:"tap (default): a TAP device the daemon creates; qemu-socket: a socket a stock QEMU attaches a VM's virtio-net card to (-netdev stream on QEMU 7.2 and later, -netdev socket on older); the VM reattaches after a restart"`
+	Socket string `yaml:"socket" json:"socket,omitempty" doc:"kind qemu-socket: the unix socket path the daemon listens on (mode 0600, owned by owner), or ip:port for TCP (-netdev socket of QEMU before 7.2)"`
 }
 
 // ModelConfig selects the fabric: a preset, overridden by --set style
@@ -224,7 +228,7 @@ func (c *RunConfig) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: name %q used twice", where, t.Name))
 		}
 		names[t.Name] = true
-		if _, err := t.tapConfig(); err != nil {
+		if err := t.checkPort(); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
 		}
 		if t.Host != nil && *t.Host < 0 {

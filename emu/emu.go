@@ -216,6 +216,15 @@ func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 	log = e.log
 	// Devices last: they are the side effects.
 	for _, p := range e.ports {
+		if p.cfg.kind() == KindQEMUSocket {
+			d, err := e.openQEMUSocket(p)
+			if err != nil {
+				e.closeDevices()
+				return nil, err
+			}
+			p.dev = d
+			continue
+		}
 		tc, _ := p.cfg.tapConfig()
 		tc.TxQueueLen = cfg.TxQueue
 		tc.InlineWriteMax = cfg.TxInline

@@ -238,6 +238,15 @@ func checkPrivileges(cfg emu.RunConfig) error {
 		return err
 	}
 	const capNetAdmin, capSysAdmin = 12, 21
+	taps := 0
+	for _, t := range cfg.TAPs {
+		if t.IsTAP() {
+			taps++
+		}
+	}
+	if taps == 0 {
+		return nil // only VM sockets (kind qemu-socket): no capability needed
+	}
 	if caps&(1<<capNetAdmin) == 0 {
 		return errors.New("missing privileges: creating TAP devices needs CAP_NET_ADMIN (run as root or with AmbientCapabilities=CAP_NET_ADMIN)")
 	}
