@@ -3,6 +3,7 @@ package des
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -82,9 +83,45 @@ type PacerConfig struct {
 	// asleep (see Pacer): the input is admitted and the due events fired on
 	// the submitting goroutine, without waking the loop's goroutine first.
 	DirectInput bool
+	// DilateAfter, when positive, makes the pacer slow the model down
+	// rather than let it fall behind (the dilate overload mode): when,
+	// after a batch, the loop's oldest due event is more than DilateAfter
+	// behind the wall clock (excess lag, see Pacer), the dilation is
+	// multiplied by DilateStep and the wall clock re-mapped so that the
+	// present is the engine's simulated time. A model that still cannot
+	// keep up falls behind again and the dilation rises again: it grows
+	// until the model keeps up, never shrinks, and every raise is counted
+	// and marks its interval (time-dilation emulators slow the guests down
+	// so that the model stays valid; here the model's clock slows and the
+	// applications see a slower fabric). 0 = the dilation is fixed.
+	DilateAfter time.Duration
+	// DilateStep is the factor of one raise; 0 means 1.5.
+	DilateStep float64
+	// Classify, when set, names the cause of an invalid interval; it runs
+	// on the loop as the interval closes, with the pacer's own cause in
+	// r.Cause (CauseBehind, CauseDilated or CauseLate), and returns the
+	// cause to record (r.Cause to keep it).
+	Classify func(r IntervalReport) string
 	// Clock is the wall clock; nil means the real one.
 	Clock Clock
 }
+
+// Causes of an invalid interval the pacer tells apart by itself.
+const (
+	// CauseBehind: the interval's latest event came due while the loop
+	// was running (not asleep): the loop was busy with the model's own
+	// backlog (the model could not follow its load, or its thread was
+	// preempted while busy).
+	CauseBehind = "behind"
+	// CauseDilated: the interval raised the dilation (DilateAfter).
+	CauseDilated = "dilation_raised"
+	// CauseLate: the interval's latest event came due while the loop
+	// slept, and the loop (or a direct run) woke late for it, beyond any
+	// oversleep of its timer: an input handed over late, the thread
+	// waiting for a CPU after the wake-up, a pause of the runtime; not the
+	// model's backlog.
+	CauseLate = "late_start"
+)
 
 // IntervalReport is one validity interval whose excess lag exceeded the
 // threshold.
@@ -93,6 +130,13 @@ type IntervalReport struct {
 	End   time.Time `json:"end"`
 	// MaxLag is the interval's largest excess lag.
 	MaxLag time.Duration `json:"max_lag_ns"`
+	// Behind is the interval's largest backlog: how far behind the wall
+	// clock the oldest due event still was after a batch (0 if the loop
+	// always caught up).
+	Behind time.Duration `json:"behind_ns"`
+	// Cause says why the interval was not valid (CauseBehind,
+	// CauseDilated, CauseLate or what PacerConfig.Classify named).
+	Cause string `json:"cause"`
 }
 
 // PacerStats is a snapshot of the pacer's measurements.
@@ -134,9 +178,28 @@ type PacerStats struct {
 	Invalid       uint64           `json:"invalid_intervals"`
 	ValidFraction float64          `json:"valid_fraction"`
 	Recent        []IntervalReport `json:"recent_invalid,omitempty"`
+	// InvalidByCause counts the invalid intervals by cause
+	// (IntervalReport.Cause).
+	InvalidByCause map[string]uint64 `json:"invalid_by_cause,omitempty"`
 	// LagThreshold is the validity threshold.
 	LagThreshold time.Duration `json:"lag_threshold_ns"`
+	// Dilation is the dilation in force; DilationRaises how often the
+	// dilate overload mode (PacerConfig.DilateAfter) raised it.
+	Dilation       float64 `json:"dilation"`
+	DilationRaises uint64  `json:"dilation_raises"`
+	// Queued is the number of inputs waiting in the queue.
+	Queued int `json:"queued_inputs"`
+	// LagBuckets, WakeLagBuckets and ExcessLagBuckets are the three
+	// distributions (ns) at LagBounds, for Prometheus histograms.
+	LagBuckets       hist.Buckets `json:"-"`
+	WakeLagBuckets   hist.Buckets `json:"-"`
+	ExcessLagBuckets hist.Buckets `json:"-"`
 }
+
+// LagBounds are the bucket bounds, in nanoseconds, of the lag histograms:
+// 1 µs to 1 s, 1-2.5-5 per decade (wake-ups take tens of microseconds,
+// timer oversleeps a millisecond, a model behind its load seconds).
+var LagBounds = []float64{1e3, 2.5e3, 5e3, 1e4, 2.5e4, 5e4, 1e5, 2.5e5, 5e5, 1e6, 2.5e6, 5e6, 1e7, 2.5e7, 5e7, 1e8, 2.5e8, 5e8, 1e9}
 
 // ErrPacerStopped is returned by Submit once the pacer's loop has ended.
 var ErrPacerStopped = errors.New("des: pacer stopped")
@@ -223,8 +286,14 @@ type Pacer struct {
 	behind      atomic.Int64
 	ivStart     time.Time
 	ivMax       time.Duration
+	ivBehind    time.Duration // the interval's largest backlog after a batch
+	ivRaised    bool          // the interval raised the dilation
+	ivBusy      bool          // the interval's latest event came due while the loop ran
+	slept       time.Time     // when the loop last went to sleep
 	intervals   uint64
 	invalid     uint64
+	byCause     map[string]uint64
+	raises      uint64
 	recent      []IntervalReport
 	inputH      inputHandler
 	hr          *hrTimer // real clock only: precise sleeps (timerfd)
@@ -259,19 +328,25 @@ func NewPacer(eng *Engine, cfg PacerConfig) (*Pacer, error) {
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
 	}
-	if cfg.LagThreshold < 0 || cfg.Interval < 0 || cfg.Spin < 0 {
-		return nil, fmt.Errorf("des: pacer lag threshold, interval and spin must not be negative")
+	if cfg.LagThreshold < 0 || cfg.Interval < 0 || cfg.Spin < 0 || cfg.DilateAfter < 0 {
+		return nil, fmt.Errorf("des: pacer lag threshold, interval, spin and dilate-after must not be negative")
+	}
+	if cfg.DilateStep == 0 {
+		cfg.DilateStep = 1.5
+	}
+	if !(cfg.DilateStep > 1) {
+		return nil, fmt.Errorf("des: pacer dilate step %g: want a factor above 1", cfg.DilateStep)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = WallClock{}
 	}
 	p := &Pacer{eng: eng, clock: cfg.Clock, dilation: cfg.Dilation, cfg: cfg,
 		in: make(chan Input, cfg.InputQueue), calls: make(chan func()), kick: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), byCause: map[string]uint64{}}
 	now := p.clock.Now()
 	p.start = now.Add(-p.wallOf(eng.Now()))
 	p.ivStart = now
-	p.lastSnap.Store(&PacerStats{LagThreshold: cfg.LagThreshold})
+	p.lastSnap.Store(&PacerStats{LagThreshold: cfg.LagThreshold, Dilation: cfg.Dilation})
 	return p, nil
 }
 
@@ -280,7 +355,8 @@ func (p *Pacer) wallOf(t Time) time.Duration {
 	return time.Duration(float64(t) / float64(Nanosecond) * p.dilation)
 }
 
-// SimTime maps a wall instant to simulated time.
+// SimTime maps a wall instant to simulated time. With DilateAfter the
+// mapping changes as the loop runs: call it on the loop only.
 func (p *Pacer) SimTime(wall time.Time) Time {
 	d := wall.Sub(p.start)
 	if d < 0 {
@@ -289,7 +365,8 @@ func (p *Pacer) SimTime(wall time.Time) Time {
 	return Time(float64(d) / p.dilation * float64(Nanosecond))
 }
 
-// WallTime maps simulated time to the wall instant it is due.
+// WallTime maps simulated time to the wall instant it is due (on the
+// loop only, as SimTime).
 func (p *Pacer) WallTime(t Time) time.Time { return p.start.Add(p.wallOf(t)) }
 
 // Submit queues an input, blocking while the queue is full, or, with
@@ -532,6 +609,7 @@ func (p *Pacer) sleep(until time.Time, wait time.Duration) {
 	// a few events old: the time those events took is the loop's own lag.
 	p.asked = p.clock.Now().Add(wait)
 	p.sleeping, p.sleepUntil = true, until
+	p.slept = p.clock.Now()
 	in := p.in
 	if p.cfg.DirectInput {
 		in = nil // see kickLoop
@@ -665,7 +743,7 @@ func (p *Pacer) poll() time.Time {
 		// Per event, wall times as offsets from start (integers, not
 		// time.Time arithmetic: this runs for every event).
 		nowOff := now.Sub(p.start)
-		wokeOff, askedOff := p.woke.Sub(p.start), p.asked.Sub(p.start)
+		wokeOff, askedOff, sleptOff := p.woke.Sub(p.start), p.asked.Sub(p.start), p.slept.Sub(p.start)
 		for fired < 4096 {
 			at := p.eng.NextAt()
 			if at > target {
@@ -678,21 +756,34 @@ func (p *Pacer) poll() time.Time {
 			ex := excessLagOff(dueOff, lag, wokeOff, askedOff)
 			p.excess.Add(int64(ex))
 			if ex > p.ivMax {
-				p.ivMax = ex
+				// Due before the loop went to sleep (it slept on a stale
+				// look) or after it woke: it came due while the loop ran.
+				p.ivMax, p.ivBusy = ex, dueOff < sleptOff || dueOff >= wokeOff
 			}
 			fired++
 			if fired%clockEvery == 0 {
 				now = p.clock.Now()
+				if p.cfg.DilateAfter > 0 && ex > p.cfg.DilateAfter && p.dilation < maxDilation {
+					// Within a batch: a model far behind must not run a
+					// whole batch late before it is slowed down.
+					p.raiseDilation(now)
+					wokeOff, askedOff, sleptOff = p.woke.Sub(p.start), p.asked.Sub(p.start), p.slept.Sub(p.start)
+				}
 				target = p.SimTime(now)
 				nowOff = now.Sub(p.start)
 			}
 		}
 		p.closeIntervals(now)
+		var behind time.Duration
 		if next := p.eng.NextAt(); next != Never && next <= target {
-			p.behind.Store(int64(p.excessLag(p.WallTime(next), now.Sub(p.WallTime(next)))))
-		} else {
-			p.behind.Store(0)
+			behind = p.excessLag(p.WallTime(next), now.Sub(p.WallTime(next)))
 		}
+		p.ivBehind = max(p.ivBehind, behind)
+		if p.cfg.DilateAfter > 0 && behind > p.cfg.DilateAfter && p.dilation < maxDilation {
+			p.raiseDilation(now)
+			behind = 0
+		}
+		p.behind.Store(int64(behind))
 		if fired < 4096 && len(p.in) == 0 {
 			return now
 		}
@@ -708,6 +799,19 @@ func (p *Pacer) poll() time.Time {
 	}
 }
 
+// maxDilation is the largest dilation (as NewPacer accepts).
+const maxDilation = 1e6
+
+// raiseDilation multiplies the dilation by DilateStep and maps now to the
+// engine's simulated time: what was due and not yet run is due from now
+// on, at the slower pace (loop only).
+func (p *Pacer) raiseDilation(now time.Time) {
+	p.dilation = min(p.dilation*p.cfg.DilateStep, maxDilation)
+	p.start = now.Add(-p.wallOf(p.eng.Now()))
+	p.raises++
+	p.ivRaised = true
+}
+
 // closeIntervals finishes the validity intervals that ended before now and
 // refreshes the snapshot a few times per interval.
 func (p *Pacer) closeIntervals(now time.Time) {
@@ -716,12 +820,23 @@ func (p *Pacer) closeIntervals(now time.Time) {
 		p.intervals++
 		if p.ivMax > p.cfg.LagThreshold {
 			p.invalid++
-			p.recent = append(p.recent, IntervalReport{Start: p.ivStart, End: end, MaxLag: p.ivMax})
+			r := IntervalReport{Start: p.ivStart, End: end, MaxLag: p.ivMax, Behind: p.ivBehind, Cause: CauseLate}
+			switch {
+			case p.ivRaised:
+				r.Cause = CauseDilated
+			case p.ivBusy:
+				r.Cause = CauseBehind
+			}
+			if p.cfg.Classify != nil {
+				r.Cause = p.cfg.Classify(r)
+			}
+			p.byCause[r.Cause]++
+			p.recent = append(p.recent, r)
 			if len(p.recent) > maxRecentInvalid {
 				p.recent = p.recent[1:]
 			}
 		}
-		p.ivStart, p.ivMax = end, 0
+		p.ivStart, p.ivMax, p.ivBehind, p.ivRaised, p.ivBusy = end, 0, 0, false, false
 		if now.Sub(p.ivStart) > 4*p.cfg.Interval {
 			// Long idle stretch: skip the empty intervals in one go, they
 			// were valid (nothing ran late).
@@ -740,7 +855,12 @@ func (p *Pacer) snapshot(now time.Time) {
 	s := &PacerStats{SimNow: p.eng.Now(), WallSim: p.SimTime(now), Lag: p.lag.Summarize(1),
 		WakeLag: p.wake.Summarize(1), ExcessLag: p.excess.Summarize(1), Behind: p.Behind(),
 		Events: p.eng.Fired(), Inputs: p.inputs, Intervals: p.intervals, Invalid: p.invalid, ValidFraction: 1,
-		Recent: append([]IntervalReport(nil), p.recent...), LagThreshold: p.cfg.LagThreshold}
+		Recent: append([]IntervalReport(nil), p.recent...), LagThreshold: p.cfg.LagThreshold,
+		Dilation: p.dilation, DilationRaises: p.raises, InvalidByCause: maps.Clone(p.byCause),
+		LagBuckets: p.lag.Buckets(LagBounds), WakeLagBuckets: p.wake.Buckets(LagBounds), ExcessLagBuckets: p.excess.Buckets(LagBounds)}
+	if len(s.InvalidByCause) == 0 {
+		s.InvalidByCause = nil
+	}
 	if p.intervals > 0 {
 		s.ValidFraction = 1 - float64(p.invalid)/float64(p.intervals)
 	}
@@ -754,6 +874,7 @@ func (p *Pacer) Stats() PacerStats {
 	s := *p.lastSnap.Load()
 	s.InputsRefused = p.refused.Load()
 	s.DirectRuns = p.directRuns.Load()
+	s.Queued = len(p.in)
 	return s
 }
 
@@ -772,3 +893,8 @@ func (p *Pacer) Behind() time.Duration { return time.Duration(p.behind.Load()) }
 
 // LagHist returns the lag histogram (nanoseconds). Loop goroutine only.
 func (p *Pacer) LagHist() *hist.Hist { return &p.lag }
+
+// Queued returns how many inputs wait in the queue (safe from any
+// goroutine): a reader that wants the model to stay close to real time
+// hands it no more than a few frames ahead.
+func (p *Pacer) Queued() int { return len(p.in) }
