@@ -106,7 +106,8 @@ type PacingConfig struct {
 	DilationAuto     bool     `yaml:"dilation_auto" json:"dilation_auto" doc:"measure the model's speed (with its background load) for half a second at start and run at the smallest dilation it keeps up with, with a 50% margin, at least 1; replaces dilation"`
 	LagThreshold     Duration `yaml:"lag_threshold" json:"lag_threshold" unit:"time" doc:"excess lag (an event's lag beyond the loop's own oversleep of a timed sleep) above which a one-second interval is marked not real-time valid"`
 	Spin             Duration `yaml:"spin" json:"spin" unit:"time" doc:"poll instead of sleeping when the next event is this close (lower latency, more CPU)"`
-	MaxLag           Duration `yaml:"max_lag" json:"max_lag" unit:"time" doc:"how far behind the wall clock the model may fall (excess lag of its oldest due event) before the daemon stops reading its TAPs until it catches up, with a rate-limited warning; 0 = no bound"`
+	MaxLag           Duration `yaml:"max_lag" json:"max_lag" unit:"time" doc:"how far behind the wall clock the model may fall (excess lag of its oldest due event) before pacing.overload acts; below lag_threshold it acts before an interval is marked not valid; 0 = no bound (overload none)"`
+	Overload         string   `yaml:"overload" json:"overload" doc:"what the daemon does when the model falls max_lag behind: backpressure (stop reading the TAPs, and hand the model at most a few hundred frames ahead, until it catches up: the applications slow down, the fabric keeps real time), dilate (raise the dilation by half, again while it still falls behind: the fabric slows down and stays valid at the dilation reached) or none (fall behind and mark the intervals not valid)"`
 	PreciseTimer     bool     `yaml:"precise_timer" doc:"sleep on a timerfd: no millisecond overshoot of sub-millisecond sleeps (lower lag), but a slower wake-up on input (higher ping round trip)"`
 	RealtimePriority int      `yaml:"realtime_priority" json:"realtime_priority" doc:"SCHED_FIFO priority (1-99) of every daemon thread, so the model's threads run as soon as they are runnable instead of a time slice behind the applications on the same CPUs (real-time valid under iperf3 on two cores: 100% against 23-77% without; the applications get less CPU); needs CAP_SYS_NICE or RLIMIT_RTPRIO; 0 = off"`
 	DirectInput      bool     `yaml:"direct_input" json:"direct_input" doc:"a TAP reader that finds the model's loop asleep runs its frame into the model itself (admits it, fires the due events, hands delivered frames to the writers) instead of waking the loop's goroutine: one thread wake-up less per frame on an idle or lightly loaded daemon"`
@@ -142,6 +143,13 @@ type RunConfig struct {
 	} `yaml:"log" json:"log"`
 }
 
+// Overload modes (pacing.overload).
+const (
+	OverloadBackpressure = "backpressure"
+	OverloadDilate       = "dilate"
+	OverloadNone         = "none"
+)
+
 // Defaults of RunConfig.
 const (
 	DefaultSocket      = "/run/fabemu/fabemu.sock"
@@ -160,7 +168,7 @@ func DefaultRunConfig() RunConfig {
 	c.Background.Format = "auto"
 	c.Background.Compression = 1
 	c.Pacing = PacingConfig{Dilation: 1, LagThreshold: Duration(time.Millisecond), Spin: Duration(20 * time.Microsecond),
-		MaxLag: Duration(100 * time.Millisecond), DirectInput: true}
+		MaxLag: Duration(500 * time.Microsecond), Overload: OverloadBackpressure, DirectInput: true}
 	c.AdmitBytes = 256 * 1024
 	c.TxQueue = 1024
 	c.TxInline = 2048
@@ -248,6 +256,11 @@ func (c *RunConfig) Validate() error {
 	}
 	if c.Pacing.LagThreshold <= 0 || c.Pacing.Spin < 0 || c.Pacing.MaxLag < 0 {
 		errs = append(errs, errors.New("pacing: lag_threshold must be positive, spin and max_lag not negative"))
+	}
+	switch c.Pacing.Overload {
+	case OverloadBackpressure, OverloadDilate, OverloadNone:
+	default:
+		errs = append(errs, fmt.Errorf("pacing.overload %q: want backpressure, dilate or none", c.Pacing.Overload))
 	}
 	if c.Pacing.RealtimePriority < 0 || c.Pacing.RealtimePriority > rtsched.MaxPriority {
 		errs = append(errs, fmt.Errorf("pacing.realtime_priority %d: want 0 (off) to %d", c.Pacing.RealtimePriority, rtsched.MaxPriority))

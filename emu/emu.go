@@ -465,9 +465,13 @@ func (e *Emulator) attach() error {
 	// The pacer maps simulated time zero to now, after the devices are
 	// ready, so that setting them up does not count as lag.
 	var err error
-	e.pacer, err = des.NewPacer(e.sess.Eng, des.PacerConfig{Dilation: e.cfg.Pacing.Dilation,
+	pc := des.PacerConfig{Dilation: e.cfg.Pacing.Dilation,
 		LagThreshold: time.Duration(e.cfg.Pacing.LagThreshold), Spin: time.Duration(e.cfg.Pacing.Spin),
-		PreciseTimer: e.cfg.Pacing.PreciseTimer, DirectInput: e.cfg.Pacing.DirectInput})
+		PreciseTimer: e.cfg.Pacing.PreciseTimer, DirectInput: e.cfg.Pacing.DirectInput, Classify: e.classify}
+	if e.cfg.Pacing.Overload == OverloadDilate {
+		pc.DilateAfter = time.Duration(e.cfg.Pacing.MaxLag)
+	}
+	e.pacer, err = des.NewPacer(e.sess.Eng, pc)
 	if err != nil {
 		e.closeDevices()
 		return err

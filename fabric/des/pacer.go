@@ -84,11 +84,11 @@ type PacerConfig struct {
 	// the submitting goroutine, without waking the loop's goroutine first.
 	DirectInput bool
 	// DilateAfter, when positive, makes the pacer slow the model down
-	// rather than let it fall behind (the dilate overload mode): when,
-	// after a batch, the loop's oldest due event is more than DilateAfter
-	// behind the wall clock (excess lag, see Pacer), the dilation is
-	// multiplied by DilateStep and the wall clock re-mapped so that the
-	// present is the engine's simulated time. A model that still cannot
+	// rather than let it fall behind (the dilate overload mode): when the
+	// loop's oldest due event is more than DilateAfter behind the wall
+	// clock (excess lag, see Pacer) and the backlog grew over two windows
+	// of DilateAfter running (a loop that was only held up catches up), the dilation is multiplied by DilateStep and the wall
+	// clock re-mapped so that the present is the engine's simulated time. A model that still cannot
 	// keep up falls behind again and the dilation rises again: it grows
 	// until the model keeps up, never shrinks, and every raise is counted
 	// and marks its interval (time-dilation emulators slow the guests down
@@ -99,7 +99,7 @@ type PacerConfig struct {
 	DilateStep float64
 	// Classify, when set, names the cause of an invalid interval; it runs
 	// on the loop as the interval closes, with the pacer's own cause in
-	// r.Cause (CauseBehind, CauseDilated or CauseLate), and returns the
+	// r.Cause (CauseBehind, CausePreempted, CauseDilated or CauseLate), and returns the
 	// cause to record (r.Cause to keep it).
 	Classify func(r IntervalReport) string
 	// Clock is the wall clock; nil means the real one.
@@ -108,11 +108,15 @@ type PacerConfig struct {
 
 // Causes of an invalid interval the pacer tells apart by itself.
 const (
-	// CauseBehind: the interval's latest event came due while the loop
-	// was running (not asleep): the loop was busy with the model's own
-	// backlog (the model could not follow its load, or its thread was
-	// preempted while busy).
+	// CauseBehind: the model's backlog grew: its oldest due event was
+	// later and later at looks half a threshold apart (DilateAfter apart
+	// in the dilate mode): it could not follow its load.
 	CauseBehind = "behind"
+	// CausePreempted: the interval's latest event came due while the loop
+	// ran, and the backlog did not keep growing: the loop was held up
+	// while busy (its thread preempted, a pause of the runtime, one slow
+	// event) and caught up.
+	CausePreempted = "preempted"
 	// CauseDilated: the interval raised the dilation (DilateAfter).
 	CauseDilated = "dilation_raised"
 	// CauseLate: the interval's latest event came due while the loop
@@ -135,7 +139,8 @@ type IntervalReport struct {
 	// always caught up).
 	Behind time.Duration `json:"behind_ns"`
 	// Cause says why the interval was not valid (CauseBehind,
-	// CauseDilated, CauseLate or what PacerConfig.Classify named).
+	// CausePreempted, CauseDilated, CauseLate or what
+	// PacerConfig.Classify named).
 	Cause string `json:"cause"`
 }
 
@@ -289,7 +294,11 @@ type Pacer struct {
 	ivBehind    time.Duration // the interval's largest backlog after a batch
 	ivRaised    bool          // the interval raised the dilation
 	ivBusy      bool          // the interval's latest event came due while the loop ran
+	ivGrew      bool          // the model's backlog grew (trackBacklog)
 	slept       time.Time     // when the loop last went to sleep
+	overAt      time.Time     // checkDilate's first look past DilateAfter
+	overBehind  time.Duration // and how far behind it was then
+	overGrew    int           // windows running in which the backlog grew
 	intervals   uint64
 	invalid     uint64
 	byCause     map[string]uint64
@@ -763,24 +772,25 @@ func (p *Pacer) poll() time.Time {
 			fired++
 			if fired%clockEvery == 0 {
 				now = p.clock.Now()
-				if p.cfg.DilateAfter > 0 && ex > p.cfg.DilateAfter && p.dilation < maxDilation {
-					// Within a batch: a model far behind must not run a
-					// whole batch late before it is slowed down.
-					p.raiseDilation(now)
+				// Within a batch too: a model far behind must not run a
+				// whole batch late before it is slowed down.
+				if p.checkDilate(now) {
 					wokeOff, askedOff, sleptOff = p.woke.Sub(p.start), p.asked.Sub(p.start), p.slept.Sub(p.start)
 				}
 				target = p.SimTime(now)
 				nowOff = now.Sub(p.start)
 			}
 		}
+		// The backlog is measured on a fresh look: the batch's last clock
+		// read may be up to clockEvery events old.
+		now = p.clock.Now()
 		p.closeIntervals(now)
 		var behind time.Duration
-		if next := p.eng.NextAt(); next != Never && next <= target {
+		if next := p.eng.NextAt(); next != Never && p.WallTime(next).Before(now) {
 			behind = p.excessLag(p.WallTime(next), now.Sub(p.WallTime(next)))
 		}
 		p.ivBehind = max(p.ivBehind, behind)
-		if p.cfg.DilateAfter > 0 && behind > p.cfg.DilateAfter && p.dilation < maxDilation {
-			p.raiseDilation(now)
+		if p.checkDilate(now) {
 			behind = 0
 		}
 		p.behind.Store(int64(behind))
@@ -801,6 +811,58 @@ func (p *Pacer) poll() time.Time {
 
 // maxDilation is the largest dilation (as NewPacer accepts).
 const maxDilation = 1e6
+
+// checkDilate follows the model's backlog (trackBacklog) and raises the
+// dilation (DilateAfter) while it grows. Loop only; true if it raised.
+func (p *Pacer) checkDilate(now time.Time) bool {
+	if !p.trackBacklog(now) || p.cfg.DilateAfter <= 0 || p.dilation >= maxDilation {
+		return false
+	}
+	p.raiseDilation(now)
+	p.overAt, p.overGrew = time.Time{}, 0
+	return true
+}
+
+// trackBacklog reports whether the model is falling behind: its oldest
+// due event more than a window late (excess lag) and later still at each
+// of two looks that follow at least a window apart; the window is
+// DilateAfter, or half the lag threshold. A loop that was only held up
+// once (its thread preempted, a pause of the runtime) is late too, but
+// catches up: its backlog does not grow over two windows running. Loop
+// only.
+func (p *Pacer) trackBacklog(now time.Time) bool {
+	win := p.cfg.DilateAfter
+	if win <= 0 {
+		win = p.cfg.LagThreshold / 2
+	}
+	var behind time.Duration
+	if next := p.eng.NextAt(); next != Never {
+		if due := p.WallTime(next); now.After(due) {
+			behind = p.excessLag(due, now.Sub(due))
+		}
+	}
+	switch {
+	case behind <= win:
+		p.overAt, p.overGrew = time.Time{}, 0
+		return false
+	case p.overAt.IsZero():
+		p.overAt, p.overBehind = now, behind
+		return false
+	case now.Sub(p.overAt) < win:
+		return false
+	}
+	if behind > p.overBehind {
+		p.overGrew++
+	} else {
+		p.overGrew = 0 // catching up
+	}
+	p.overAt, p.overBehind = now, behind
+	if p.overGrew < 2 {
+		return false
+	}
+	p.ivGrew = true
+	return true
+}
 
 // raiseDilation multiplies the dilation by DilateStep and maps now to the
 // engine's simulated time: what was due and not yet run is due from now
@@ -824,8 +886,10 @@ func (p *Pacer) closeIntervals(now time.Time) {
 			switch {
 			case p.ivRaised:
 				r.Cause = CauseDilated
-			case p.ivBusy:
+			case p.ivGrew:
 				r.Cause = CauseBehind
+			case p.ivBusy:
+				r.Cause = CausePreempted
 			}
 			if p.cfg.Classify != nil {
 				r.Cause = p.cfg.Classify(r)
@@ -836,7 +900,7 @@ func (p *Pacer) closeIntervals(now time.Time) {
 				p.recent = p.recent[1:]
 			}
 		}
-		p.ivStart, p.ivMax, p.ivBehind, p.ivRaised, p.ivBusy = end, 0, 0, false, false
+		p.ivStart, p.ivMax, p.ivBehind, p.ivRaised, p.ivBusy, p.ivGrew = end, 0, 0, false, false, false
 		if now.Sub(p.ivStart) > 4*p.cfg.Interval {
 			// Long idle stretch: skip the empty intervals in one go, they
 			// were valid (nothing ran late).
