@@ -64,8 +64,10 @@ type TAPConfig struct {
 	Persist  bool `yaml:"persist" json:"persist" doc:"create the device persistent so that another process (QEMU) can attach to it"`
 	// Offload opens the device with checksum and TCP segmentation offload
 	// (tap.Config.Offload): the kernel hands up 64 KB super-frames, each
-	// one fabric message.
-	Offload bool `yaml:"offload" json:"offload" doc:"checksum and TCP segmentation offload (IFF_VNET_HDR): TCP super-frames of up to 64 KB cross the fabric as one message each, segmented at the fabric MTU; a destination without offload gets them segmented in software"`
+	// one fabric message. Absent, it is on for a device in a network
+	// namespace of its own, whose peer is that namespace's kernel stack,
+	// and off otherwise (OffloadDefault says why).
+	Offload *bool `yaml:"offload" json:"offload" doc:"checksum and TCP segmentation offload (IFF_VNET_HDR): TCP super-frames of up to 64 KB cross the fabric as one message each, segmented at the fabric MTU; a destination without offload gets them segmented in software; absent = on for a device in a network namespace (netns) whose peer is the kernel's stack, off for a persistent or user-owned device (a VM attaches to it and may not take super-frames) and for a device in the daemon's own namespace (it may be bridged to a NIC or VM that cannot)"`
 }
 
 // ModelConfig selects the fabric: a preset, overridden by --set style
@@ -293,9 +295,28 @@ func (c *RunConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
+// OffloadDefault returns whether the device gets offloads and, when the
+// configuration did not say (no offload key), why: on for a device in a
+// network namespace, whose peer is that namespace's kernel stack, which
+// takes super-frames; off where the peer may be a VM or a NIC that cannot
+// (a persistent or user-owned device, one a VM attaches to; a device in
+// the daemon's own namespace, which may be bridged).
+func (t TAPConfig) OffloadDefault() (on bool, why string) {
+	switch {
+	case t.Offload != nil:
+		return *t.Offload, ""
+	case t.Persist || t.Owner != 0:
+		return false, "persistent or user-owned device: the process that attaches to it (a VM) may not take TCP super-frames; set offload: true if it does"
+	case t.Netns == "":
+		return false, "device in the daemon's own namespace: it may be bridged to a NIC or VM that cannot take TCP super-frames; set offload: true if its peer is the local stack"
+	}
+	return true, "device in namespace " + t.Netns + ": its peer is that namespace's kernel stack, which takes TCP super-frames"
+}
+
 // tapConfig turns the file's description into the tap package's config.
 func (t TAPConfig) tapConfig() (tap.Config, error) {
-	tc := tap.Config{Name: t.Name, MTU: t.MTU, Netns: t.Netns, Persist: t.Persist, Owner: uint32(max(t.Owner, 0)), Offload: t.Offload}
+	off, _ := t.OffloadDefault()
+	tc := tap.Config{Name: t.Name, MTU: t.MTU, Netns: t.Netns, Persist: t.Persist, Owner: uint32(max(t.Owner, 0)), Offload: off}
 	if t.MAC != "" {
 		mac, err := net.ParseMAC(t.MAC)
 		if err != nil || len(mac) != 6 {
@@ -353,9 +374,11 @@ func DemoConfig(n int) (RunConfig, error) {
 			MAC:      fmt.Sprintf("02:fa:be:00:%02x:%02x", i>>8, i&0xff+1),
 			Netns:    fmt.Sprintf("fabemu-h%d", i),
 			OwnNetns: true,
-			Offload:  true,
+			Offload:  ptr(true),
 			Addrs:    []string{fmt.Sprintf("10.250.0.%d/24", i+1), fmt.Sprintf("fd00:fab::%x/64", i+1)},
 		})
 	}
 	return c, c.Validate()
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -68,3 +68,38 @@ func TestLoadRunConfig(t *testing.T) {
 		t.Errorf("unknown key: %v", err)
 	}
 }
+
+// Offloads are on by default for a device in a namespace of its own (its
+// peer is that namespace's kernel stack), off with a reason where the peer
+// may not take super-frames, and as written when the file says.
+func TestOffloadDefault(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/run.yaml"
+	yaml := `taps:
+  - {name: a0, netns: ns-a}
+  - {name: a1, netns: ns-b, offload: false}
+  - {name: a2}
+  - {name: a3, netns: ns-c, persist: true}
+  - {name: a4, owner: 1000, netns: ns-d}
+  - {name: a5, offload: true}
+`
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadRunConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		on  bool
+		why string // in the reason; "" = the file said
+	}{{true, "kernel stack"}, {false, ""}, {false, "own namespace"}, {false, "VM"}, {false, "VM"}, {true, ""}} {
+		on, why := c.TAPs[i].OffloadDefault()
+		if on != want.on || (want.why == "") != (why == "") || !strings.Contains(why, want.why) {
+			t.Errorf("taps[%d]: offload %v (%q), want %v (%q)", i, on, why, want.on, want.why)
+		}
+		if tc, err := c.TAPs[i].tapConfig(); err != nil || tc.Offload != on {
+			t.Errorf("taps[%d]: tap config offload %v (%v), want %v", i, tc.Offload, err, on)
+		}
+	}
+}

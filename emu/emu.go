@@ -237,8 +237,12 @@ func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 			return nil, err
 		}
 		p.dev = d
-		log.Info("TAP device ready", zap.String("tap", d.Name()), zap.String("netns", d.Netns()),
-			zap.Stringer("mac", d.MAC()), zap.Int("host", p.host), zap.Bool("reclaimed", d.Reclaimed()))
+		fields := []zap.Field{zap.String("tap", d.Name()), zap.String("netns", d.Netns()),
+			zap.Stringer("mac", d.MAC()), zap.Int("host", p.host), zap.Bool("reclaimed", d.Reclaimed()), zap.Bool("offload", tc.Offload)}
+		if _, why := p.cfg.OffloadDefault(); why != "" {
+			fields = append(fields, zap.String("offload_default", why))
+		}
+		log.Info("TAP device ready", fields...)
 	}
 	if err := e.attach(); err != nil {
 		return nil, err

@@ -290,7 +290,7 @@ func TestTCPTransferOffload(t *testing.T) {
 	}{{"both", true, true}, {"to-plain", true, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := pair(t, "o"+tc.name[:1], "ib-edr-pair", [2]int{0, 1})
-			c.TAPs[0].Offload, c.TAPs[1].Offload = tc.offA, tc.offB
+			c.TAPs[0].Offload, c.TAPs[1].Offload = &tc.offA, &tc.offB
 			e := start(t, c)
 			sent, got, bps := transfer(t, c.TAPs[0].Netns, c.TAPs[1].Netns, "10.251.0.2", size)
 			if sent != got {
