@@ -297,7 +297,7 @@ type Pacer struct {
 	ivGrew      bool          // the model's backlog grew (trackBacklog)
 	slept       time.Time     // when the loop last went to sleep
 	overAt      time.Time     // checkDilate's first look past DilateAfter
-	overBehind  time.Duration // and how far behind it was then
+	overBehind  time.Duration // and the raw lag of the oldest due event then
 	overGrew    int           // windows running in which the backlog grew
 	intervals   uint64
 	invalid     uint64
@@ -824,8 +824,8 @@ func (p *Pacer) checkDilate(now time.Time) bool {
 }
 
 // trackBacklog reports whether the model is falling behind: its oldest
-// due event more than a window late (excess lag) and later still at each
-// of two looks that follow at least a window apart; the window is
+// due event more than a window late (excess lag) and later still (raw
+// lag) at each of two looks that follow at least a window apart; the window is
 // DilateAfter, or half the lag threshold. A loop that was only held up
 // once (its thread preempted, a pause of the runtime) is late too, but
 // catches up: its backlog does not grow over two windows running. Loop
@@ -835,10 +835,16 @@ func (p *Pacer) trackBacklog(now time.Time) bool {
 	if win <= 0 {
 		win = p.cfg.LagThreshold / 2
 	}
-	var behind time.Duration
+	// The excess lag says whether the loop is behind; the raw lag whether
+	// the backlog grows. After an oversleep the excess lag of the events
+	// due while the loop slept grows with the time the loop has been awake
+	// (all of it is the loop's), but a model that catches up runs them
+	// faster than the wall clock: their raw lag shrinks.
+	var behind, raw time.Duration
 	if next := p.eng.NextAt(); next != Never {
 		if due := p.WallTime(next); now.After(due) {
-			behind = p.excessLag(due, now.Sub(due))
+			raw = now.Sub(due)
+			behind = p.excessLag(due, raw)
 		}
 	}
 	switch {
@@ -846,17 +852,17 @@ func (p *Pacer) trackBacklog(now time.Time) bool {
 		p.overAt, p.overGrew = time.Time{}, 0
 		return false
 	case p.overAt.IsZero():
-		p.overAt, p.overBehind = now, behind
+		p.overAt, p.overBehind = now, raw
 		return false
 	case now.Sub(p.overAt) < win:
 		return false
 	}
-	if behind > p.overBehind {
+	if raw > p.overBehind {
 		p.overGrew++
 	} else {
 		p.overGrew = 0 // catching up
 	}
-	p.overAt, p.overBehind = now, behind
+	p.overAt, p.overBehind = now, raw
 	if p.overGrew < 2 {
 		return false
 	}
