@@ -37,7 +37,11 @@ func pair(t *testing.T, tag string, preset string, hosts [2]int) RunConfig {
 		c.TAPs = append(c.TAPs, TAPConfig{
 			Name: fmt.Sprintf("fe%s%c", id, 'a'+i), MAC: fmt.Sprintf("02:fa:be:77:00:%02x", i+1),
 			Host: &h, Netns: fmt.Sprintf("fe-%s-%c", id, 'a'+i), OwnNetns: true,
-			Addrs: []string{fmt.Sprintf("10.251.0.%d/24", i+1), fmt.Sprintf("fd00:fab:1::%d/64", i+1)},
+			// Plain frames, as these tests were written for (the default
+			// in a namespace is offloads: TestOffloadDefault;
+			// TestTCPTransferOffload sets them).
+			Offload: ptr(false),
+			Addrs:   []string{fmt.Sprintf("10.251.0.%d/24", i+1), fmt.Sprintf("fd00:fab:1::%d/64", i+1)},
 		})
 	}
 	return c

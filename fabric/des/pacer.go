@@ -299,6 +299,8 @@ type Pacer struct {
 	overAt      time.Time     // checkDilate's first look past DilateAfter
 	overBehind  time.Duration // and the raw lag of the oldest due event then
 	overGrew    int           // windows running in which the backlog grew
+	overTid     int           // the loop's OS thread at overAt (0: unknown)
+	overCPU     time.Duration // and its CPU time then
 	intervals   uint64
 	invalid     uint64
 	byCause     map[string]uint64
@@ -825,10 +827,11 @@ func (p *Pacer) checkDilate(now time.Time) bool {
 
 // trackBacklog reports whether the model is falling behind: its oldest
 // due event more than a window late (excess lag) and later still (raw
-// lag) at each of two looks that follow at least a window apart; the window is
+// lag) at each of two looks that follow at least a window apart, with
+// the loop's thread on a CPU at least half of each window; the window is
 // DilateAfter, or half the lag threshold. A loop that was only held up
-// once (its thread preempted, a pause of the runtime) is late too, but
-// catches up: its backlog does not grow over two windows running. Loop
+// (its thread preempted, a pause of the runtime) is late too, but it
+// catches up, or it was not run: neither is the model's backlog. Loop
 // only.
 func (p *Pacer) trackBacklog(now time.Time) bool {
 	win := p.cfg.DilateAfter
@@ -853,21 +856,42 @@ func (p *Pacer) trackBacklog(now time.Time) bool {
 		return false
 	case p.overAt.IsZero():
 		p.overAt, p.overBehind = now, raw
+		p.overTid, p.overCPU = p.loopCPU()
 		return false
 	case now.Sub(p.overAt) < win:
 		return false
 	}
-	if raw > p.overBehind {
+	tid, cpu := p.loopCPU()
+	// Had the loop's thread the CPU for at least half the window? One
+	// that was not run (other processes held the CPUs) falls behind
+	// without being too slow: that is not counted as the model's backlog.
+	// (Fake clocks and other systems: always.)
+	ran := tid == 0 || tid != p.overTid || 2*(cpu-p.overCPU) >= now.Sub(p.overAt)
+	if raw > p.overBehind && ran {
 		p.overGrew++
 	} else {
-		p.overGrew = 0 // catching up
+		p.overGrew = 0 // catching up, or not run
 	}
-	p.overAt, p.overBehind = now, raw
+	p.overAt, p.overBehind, p.overTid, p.overCPU = now, raw, tid, cpu
 	if p.overGrew < 2 {
 		return false
 	}
 	p.ivGrew = true
 	return true
+}
+
+// loopCPU returns the loop's OS thread and its CPU time, or 0 when the
+// clock is not the real one (a fake clock's time has nothing to do with
+// CPU time) or the system cannot say.
+func (p *Pacer) loopCPU() (tid int, cpu time.Duration) {
+	if _, real := p.clock.(WallClock); !real {
+		return 0, 0
+	}
+	tid, cpu, ok := threadCPU()
+	if !ok {
+		return 0, 0
+	}
+	return tid, cpu
 }
 
 // raiseDilation multiplies the dilation by DilateStep and maps now to the

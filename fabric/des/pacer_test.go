@@ -375,8 +375,10 @@ func TestPacerDilateRaises(t *testing.T) {
 	if st.Dilation != 2.25 || st.DilationRaises != 2 {
 		t.Errorf("dilation %g after %d raises; want 2.25 after 2", st.Dilation, st.DilationRaises)
 	}
-	if st.ExcessLag.Max > 1e6 {
-		t.Errorf("excess lag max %.0f ns: the raises should have kept it near DilateAfter", st.ExcessLag.Max)
+	// A raise comes at most three windows after the model first falls
+	// DilateAfter behind (then two of growth).
+	if st.ExcessLag.Max > 2e6 {
+		t.Errorf("excess lag max %.0f ns: the raises should have kept it within three DilateAfter windows", st.ExcessLag.Max)
 	}
 	if _, err := NewPacer(New(), PacerConfig{DilateStep: 0.5}); err == nil {
 		t.Error("dilate step 0.5 accepted")
