@@ -112,6 +112,8 @@ type PacingConfig struct {
 	Overload         string   `yaml:"overload" json:"overload" doc:"what the daemon does when the model falls max_lag behind: backpressure (stop reading the TAPs, and hand the model at most a few hundred frames ahead, until it catches up: the applications slow down, the fabric keeps real time), dilate (raise the dilation by half, again while it still falls behind: the fabric slows down and stays valid at the dilation reached) or none (fall behind and mark the intervals not valid)"`
 	PreciseTimer     bool     `yaml:"precise_timer" doc:"sleep on a timerfd: no millisecond overshoot of sub-millisecond sleeps (lower lag), but a slower wake-up on input (higher ping round trip)"`
 	RealtimePriority int      `yaml:"realtime_priority" json:"realtime_priority" doc:"SCHED_FIFO priority (1-99) of every daemon thread, so the model's threads run as soon as they are runnable instead of a time slice behind the applications on the same CPUs (real-time valid under iperf3 on two cores: 100% against 23-77% without; the applications get less CPU); needs CAP_SYS_NICE or RLIMIT_RTPRIO; 0 = off"`
+	BusyPoll         string   `yaml:"busy_poll" json:"busy_poll" doc:"auto, on or off: the model's loop runs on a locked OS thread that polls instead of sleeping while traffic flows (no thread wake-up per frame; one CPU busy while it flows) and parks after busy_poll_idle without input or event; auto = on with more than two CPUs, where a core can be spared"`
+	BusyPollIdle     Duration `yaml:"busy_poll_idle" json:"busy_poll_idle" unit:"time" doc:"how long the busy-polling loop goes on polling after the last input or event before it parks"`
 	DirectInput      bool     `yaml:"direct_input" json:"direct_input" doc:"a TAP reader that finds the model's loop asleep runs its frame into the model itself (admits it, fires the due events, hands delivered frames to the writers) instead of waking the loop's goroutine: one thread wake-up less per frame on an idle or lightly loaded daemon"`
 }
 
@@ -145,6 +147,17 @@ type RunConfig struct {
 	} `yaml:"log" json:"log"`
 }
 
+// BusyPollFor returns the pacer's busy-poll period for pacing.busy_poll
+// (0 = off) on a machine with ncpu CPUs: auto polls only where a CPU can
+// be spared (more than two), since the poller holds one while traffic
+// flows and on two CPUs the applications behind the TAPs want both.
+func (p PacingConfig) BusyPollFor(ncpu int) time.Duration {
+	if p.BusyPoll == "on" || (p.BusyPoll == "auto" && ncpu > 2) {
+		return time.Duration(p.BusyPollIdle)
+	}
+	return 0
+}
+
 // Overload modes (pacing.overload).
 const (
 	OverloadBackpressure = "backpressure"
@@ -170,7 +183,8 @@ func DefaultRunConfig() RunConfig {
 	c.Background.Format = "auto"
 	c.Background.Compression = 1
 	c.Pacing = PacingConfig{Dilation: 1, LagThreshold: Duration(time.Millisecond), Spin: Duration(20 * time.Microsecond),
-		MaxLag: Duration(500 * time.Microsecond), Overload: OverloadBackpressure, DirectInput: true}
+		MaxLag: Duration(500 * time.Microsecond), Overload: OverloadBackpressure, DirectInput: true,
+		BusyPoll: "auto", BusyPollIdle: Duration(2 * time.Millisecond)}
 	c.AdmitBytes = 256 * 1024
 	c.TxQueue = 1024
 	c.TxInline = 2048
@@ -258,6 +272,14 @@ func (c *RunConfig) Validate() error {
 	}
 	if c.Pacing.LagThreshold <= 0 || c.Pacing.Spin < 0 || c.Pacing.MaxLag < 0 {
 		errs = append(errs, errors.New("pacing: lag_threshold must be positive, spin and max_lag not negative"))
+	}
+	switch c.Pacing.BusyPoll {
+	case "auto", "on", "off":
+	default:
+		errs = append(errs, fmt.Errorf("pacing.busy_poll %q: want auto, on or off", c.Pacing.BusyPoll))
+	}
+	if c.Pacing.BusyPollIdle <= 0 || c.Pacing.BusyPollIdle > Duration(time.Second) {
+		errs = append(errs, fmt.Errorf("pacing.busy_poll_idle %v: want more than 0, at most 1s", c.Pacing.BusyPollIdle))
 	}
 	switch c.Pacing.Overload {
 	case OverloadBackpressure, OverloadDilate, OverloadNone:

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRunConfigValidate(t *testing.T) {
@@ -101,5 +102,26 @@ func TestOffloadDefault(t *testing.T) {
 		if tc, err := c.TAPs[i].tapConfig(); err != nil || tc.Offload != on {
 			t.Errorf("taps[%d]: tap config offload %v (%v), want %v", i, tc.Offload, err, on)
 		}
+	}
+}
+
+// pacing.busy_poll: on polls, off never, auto only with a CPU to spare.
+func TestBusyPollFor(t *testing.T) {
+	p := DefaultRunConfig().Pacing
+	for _, tc := range []struct {
+		mode string
+		ncpu int
+		want time.Duration
+	}{{"auto", 2, 0}, {"auto", 4, 2 * time.Millisecond}, {"on", 2, 2 * time.Millisecond}, {"off", 16, 0}} {
+		p.BusyPoll = tc.mode
+		if got := p.BusyPollFor(tc.ncpu); got != tc.want {
+			t.Errorf("busy_poll %s on %d CPUs: %v, want %v", tc.mode, tc.ncpu, got, tc.want)
+		}
+	}
+	c := DefaultRunConfig()
+	c.TAPs = []TAPConfig{{Name: "x"}}
+	c.Pacing.BusyPoll = "always"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "busy_poll") {
+		t.Errorf("busy_poll always: %v", err)
 	}
 }

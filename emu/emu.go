@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/fabemu/fabemu/internal/rtsched"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -471,7 +472,10 @@ func (e *Emulator) attach() error {
 	var err error
 	pc := des.PacerConfig{Dilation: e.cfg.Pacing.Dilation,
 		LagThreshold: time.Duration(e.cfg.Pacing.LagThreshold), Spin: time.Duration(e.cfg.Pacing.Spin),
-		PreciseTimer: e.cfg.Pacing.PreciseTimer, DirectInput: e.cfg.Pacing.DirectInput, Classify: e.classify}
+		PreciseTimer: e.cfg.Pacing.PreciseTimer, DirectInput: e.cfg.Pacing.DirectInput, Classify: e.classify,
+		BusyPoll: e.cfg.Pacing.BusyPollFor(runtime.NumCPU())}
+	e.log.Info("pacing", zap.String("busy_poll", e.cfg.Pacing.BusyPoll), zap.Duration("busy_poll_period", pc.BusyPoll),
+		zap.Int("cpus", runtime.NumCPU()), zap.String("overload", e.cfg.Pacing.Overload), zap.Duration("max_lag", time.Duration(e.cfg.Pacing.MaxLag)))
 	if e.cfg.Pacing.Overload == OverloadDilate {
 		pc.DilateAfter = time.Duration(e.cfg.Pacing.MaxLag)
 	}

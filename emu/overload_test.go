@@ -149,3 +149,20 @@ func TestOverloadDilate(t *testing.T) {
 		t.Errorf("%d intervals marked %s for %d raises", p.InvalidByCause[des.CauseDilated], des.CauseDilated, p.DilationRaises)
 	}
 }
+
+// pacing.busy_poll on: frames cross as ever, in order and intact, with
+// the loop polling between them instead of sleeping.
+func TestBusyPollFrames(t *testing.T) {
+	r := newRig(t, "tap-square-10g", ports(2), func(c *RunConfig) { c.Pacing.BusyPoll = "on" })
+	rng := rand.New(rand.NewPCG(41, 42))
+	for i := range 50 {
+		b := mkFrame(mac(1), mac(0), etherTest, uint32(i), 1000, rng)
+		r.inject(t, 0, b)
+		if got := r.recv(t, 1); string(got) != string(b) {
+			t.Fatalf("frame %d: received seq %d or different bytes", i, seqOf(got))
+		}
+	}
+	if st := r.status(t); st.Pacer.BusyPolls == 0 {
+		t.Error("busy_poll on: the loop never polled")
+	}
+}

@@ -83,6 +83,15 @@ type PacerConfig struct {
 	// asleep (see Pacer): the input is admitted and the due events fired on
 	// the submitting goroutine, without waking the loop's goroutine first.
 	DirectInput bool
+	// BusyPoll, when positive, runs the loop on a locked OS thread that
+	// polls instead of sleeping while traffic flows: as long as an input
+	// was admitted or an event fired within the last BusyPoll, the loop
+	// spins (looking at its input queue) up to its next event or the end
+	// of that idle period, and parks (sleeps as usual) only after it. A
+	// frame then finds the loop awake and is taken without a thread
+	// wake-up (DPDK's and netmap's poll-mode threads, Linux's
+	// SO_BUSY_POLL); it costs a CPU while traffic flows. 0 = never.
+	BusyPoll time.Duration
 	// DilateAfter, when positive, makes the pacer slow the model down
 	// rather than let it fall behind (the dilate overload mode): when the
 	// loop's oldest due event is more than DilateAfter behind the wall
@@ -194,6 +203,9 @@ type PacerStats struct {
 	DilationRaises uint64  `json:"dilation_raises"`
 	// Queued is the number of inputs waiting in the queue.
 	Queued int `json:"queued_inputs"`
+	// BusyPolls counts the busy-polling loop's spins instead of sleeps
+	// (PacerConfig.BusyPoll).
+	BusyPolls uint64 `json:"busy_polls"`
 	// LagBuckets, WakeLagBuckets and ExcessLagBuckets are the three
 	// distributions (ns) at LagBounds, for Prometheus histograms.
 	LagBuckets       hist.Buckets `json:"-"`
@@ -281,6 +293,8 @@ type Pacer struct {
 	kicks, timerMoves atomic.Uint64
 
 	// loop-owned state (under mu)
+	active      time.Time // when an input or event last ran (BusyPoll)
+	busyPolls   uint64    // spins of the busy-polling loop
 	inputs      uint64
 	lag         hist.Hist // ns
 	wake        hist.Hist // ns: oversleeps of timed sleeps
@@ -339,8 +353,8 @@ func NewPacer(eng *Engine, cfg PacerConfig) (*Pacer, error) {
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
 	}
-	if cfg.LagThreshold < 0 || cfg.Interval < 0 || cfg.Spin < 0 || cfg.DilateAfter < 0 {
-		return nil, fmt.Errorf("des: pacer lag threshold, interval, spin and dilate-after must not be negative")
+	if cfg.LagThreshold < 0 || cfg.Interval < 0 || cfg.Spin < 0 || cfg.DilateAfter < 0 || cfg.BusyPoll < 0 {
+		return nil, fmt.Errorf("des: pacer lag threshold, interval, spin, busy poll and dilate-after must not be negative")
 	}
 	if cfg.DilateStep == 0 {
 		cfg.DilateStep = 1.5
@@ -557,6 +571,12 @@ func (p *Pacer) Run() error {
 		return errors.New("des: pacer already running")
 	}
 	defer close(p.done)
+	if p.cfg.BusyPoll > 0 {
+		// One thread polls: the model's state stays in its caches and a
+		// parked loop wakes on its own thread.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	if _, real := p.clock.(WallClock); real && p.cfg.PreciseTimer {
 		if p.hr = newHRTimer(); p.hr != nil {
 			defer p.hr.close()
@@ -582,6 +602,16 @@ func (p *Pacer) Run() error {
 			}
 			if wait <= p.cfg.Spin {
 				p.spin(p.WallTime(next))
+				continue
+			}
+		}
+		if p.cfg.BusyPoll > 0 {
+			if until := p.active.Add(p.cfg.BusyPoll); now.Before(until) {
+				if next != Never && p.WallTime(next).Before(until) {
+					until = p.WallTime(next)
+				}
+				p.busyPolls++
+				p.spin(until)
 				continue
 			}
 		}
@@ -735,6 +765,12 @@ func (p *Pacer) poll() time.Time {
 	if p.timerWoke {
 		p.woke, p.timerWoke = now, false
 	}
+	inputs0, fired0 := p.inputs, p.eng.Fired()
+	defer func() {
+		if p.inputs != inputs0 || p.eng.Fired() != fired0 {
+			p.active = now
+		}
+	}()
 	for {
 		// Admit what is queued (bounded, so events cannot starve).
 		for i := 0; i < 256; i++ {
@@ -950,7 +986,7 @@ func (p *Pacer) snapshot(now time.Time) {
 		WakeLag: p.wake.Summarize(1), ExcessLag: p.excess.Summarize(1), Behind: p.Behind(),
 		Events: p.eng.Fired(), Inputs: p.inputs, Intervals: p.intervals, Invalid: p.invalid, ValidFraction: 1,
 		Recent: append([]IntervalReport(nil), p.recent...), LagThreshold: p.cfg.LagThreshold,
-		Dilation: p.dilation, DilationRaises: p.raises, InvalidByCause: maps.Clone(p.byCause),
+		Dilation: p.dilation, DilationRaises: p.raises, BusyPolls: p.busyPolls, InvalidByCause: maps.Clone(p.byCause),
 		LagBuckets: p.lag.Buckets(LagBounds), WakeLagBuckets: p.wake.Buckets(LagBounds), ExcessLagBuckets: p.excess.Buckets(LagBounds)}
 	if len(s.InvalidByCause) == 0 {
 		s.InvalidByCause = nil

@@ -723,3 +723,39 @@ func BenchmarkPacerPoll(b *testing.B) {
 		p.poll()
 	}
 }
+
+// With BusyPoll the loop does not sleep while traffic flows: after an
+// input it keeps the engine (polling) until BusyPoll of the wall clock has
+// passed without another, then parks; without it, it sleeps at once.
+func TestPacerBusyPoll(t *testing.T) {
+	for _, poll := range []time.Duration{0, 5 * time.Millisecond} {
+		c := newFakeClock()
+		p, _ := startPacer(t, PacerConfig{Clock: c, BusyPoll: poll})
+		waitAsleep(t, p)
+		ran := make(chan struct{}, 1)
+		if err := p.Submit(Input{At: c.Now(), Fn: func(Time) { ran <- struct{}{} }}); err != nil {
+			t.Fatal(err)
+		}
+		<-ran
+		if poll == 0 {
+			waitAsleep(t, p)
+			continue
+		}
+		// 20 ms of real time, no fake time: the loop holds the engine
+		// throughout (it polls).
+		for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			if p.mu.TryLock() {
+				asleep := p.sleeping
+				p.mu.Unlock()
+				if asleep {
+					t.Fatal("busy poll: the loop slept within BusyPoll of an input")
+				}
+			}
+		}
+		c.Advance(poll + time.Millisecond)
+		waitAsleep(t, p) // parked after the idle period
+		if st := p.Snapshot(); st.BusyPolls == 0 {
+			t.Error("no busy poll counted")
+		}
+	}
+}
