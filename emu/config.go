@@ -131,6 +131,8 @@ type RunConfig struct {
 	// TxInline is the largest frame the model's loop writes to a device
 	// itself when its writer is idle.
 	TxInline int `yaml:"tx_inline" json:"tx_inline" unit:"bytes" doc:"a delivered frame of at most this many bytes is written to its TAP by the model's loop itself when the device's writer is idle with an empty queue and the device had no such frame in the last millisecond, saving the writer's wake-up (lower ping round trip; the loop spends the write system call); 0 = always through the writer"`
+	// GCMemoryLimit is the Go runtime's soft memory limit for the daemon.
+	GCMemoryLimit int64 `yaml:"gc_memory_limit" json:"gc_memory_limit" unit:"bytes" doc:"soft memory limit of the daemon's Go runtime: the garbage collector runs when the heap nears it, not every time it has grown by GOGC percent (fewer collections, each a pause and a CPU the model may want); 0 = the runtime's GOGC pacing only; the GOGC and GOMEMLIMIT environment variables override"`
 	// PcapOut records every frame written to a TAP as pcapng.
 	PcapOut      string   `yaml:"pcap_out" json:"pcap_out,omitempty" doc:"record every frame the daemon writes to a TAP (after the fabric) to this pcapng file: one interface per TAP, the fabric's latency and order in each packet's comment; frames past a full recorder queue are counted, not recorded"`
 	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout" unit:"time" doc:"on SIGTERM/SIGINT, how long to let frames in the fabric reach their devices"`
@@ -188,6 +190,7 @@ func DefaultRunConfig() RunConfig {
 	c.AdmitBytes = 256 * 1024
 	c.TxQueue = 1024
 	c.TxInline = 2048
+	c.GCMemoryLimit = 512 << 20
 	c.DrainTimeout = Duration(2 * time.Second)
 	c.API.Socket = DefaultSocket
 	c.Metrics.Enabled = true
@@ -297,6 +300,9 @@ func (c *RunConfig) Validate() error {
 	}
 	if c.TxQueue < 1 || c.TxQueue > 1<<20 {
 		errs = append(errs, fmt.Errorf("tx_queue %d: want 1..1048576", c.TxQueue))
+	}
+	if c.GCMemoryLimit != 0 && c.GCMemoryLimit < 64<<20 {
+		errs = append(errs, fmt.Errorf("gc_memory_limit %d: want 0 (off) or at least 64 MiB", c.GCMemoryLimit))
 	}
 	if c.DrainTimeout < 0 {
 		errs = append(errs, errors.New("drain_timeout must not be negative"))

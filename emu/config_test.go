@@ -125,3 +125,18 @@ func TestBusyPollFor(t *testing.T) {
 		t.Errorf("busy_poll always: %v", err)
 	}
 }
+
+// gc_memory_limit: 0 (off) or at least 64 MiB.
+func TestGCMemoryLimitValidate(t *testing.T) {
+	c := DefaultRunConfig()
+	c.TAPs = []TAPConfig{{Name: "x"}}
+	for _, tc := range []struct {
+		limit int64
+		ok    bool
+	}{{0, true}, {512 << 20, true}, {1 << 20, false}, {-1, false}} {
+		c.GCMemoryLimit = tc.limit
+		if err := c.Validate(); (err == nil) != tc.ok {
+			t.Errorf("gc_memory_limit %d: %v", tc.limit, err)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -329,6 +330,22 @@ func fileKind(fi os.FileInfo) string {
 	}
 }
 
+// tuneGC gives the daemon's garbage collector a memory limit instead of
+// GOGC's proportional pacing (gc_memory_limit): the collector runs when
+// the heap nears the limit, so a daemon whose live heap is small collects
+// rarely; each collection's pauses and mark work take CPU from the model.
+// GOGC or GOMEMLIMIT in the environment leave the runtime as they set it.
+func tuneGC(log *zap.Logger, limit int64) {
+	if limit <= 0 || os.Getenv("GOMEMLIMIT") != "" || os.Getenv("GOGC") != "" {
+		log.Info("garbage collector as the runtime sets it", zap.Int64("gc_memory_limit", limit),
+			zap.String("GOGC", os.Getenv("GOGC")), zap.String("GOMEMLIMIT", os.Getenv("GOMEMLIMIT")))
+		return
+	}
+	debug.SetMemoryLimit(limit)
+	debug.SetGCPercent(-1)
+	log.Info("garbage collector: memory limit instead of GOGC", zap.Int64("gc_memory_limit_bytes", limit))
+}
+
 // errNotValid is the error of a --require-valid run that was not
 // real-time valid.
 var errNotValid = errors.New("the run was not real-time valid (--require-valid)")
@@ -381,6 +398,7 @@ func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo
 	if err := checkPrivileges(cfg); err != nil {
 		return err
 	}
+	tuneGC(log, cfg.GCMemoryLimit)
 	var apiLn net.Listener
 	if cfg.API.Socket != "" {
 		if apiLn, err = listenAPI(cfg.API.Socket); err != nil {
