@@ -185,7 +185,7 @@ func DefaultRunConfig() RunConfig {
 	c.Background.Format = "auto"
 	c.Background.Compression = 1
 	c.Pacing = PacingConfig{Dilation: 1, LagThreshold: Duration(time.Millisecond), Spin: Duration(20 * time.Microsecond),
-		MaxLag: Duration(500 * time.Microsecond), Overload: OverloadBackpressure, DirectInput: true,
+		MaxLag: Duration(100 * time.Millisecond), Overload: OverloadBackpressure, DirectInput: true,
 		BusyPoll: "auto", BusyPollIdle: Duration(2 * time.Millisecond)}
 	c.AdmitBytes = 256 * 1024
 	c.TxQueue = 1024

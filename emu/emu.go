@@ -183,6 +183,9 @@ type Emulator struct {
 	bgGen   uint64
 	// dilationAuto: the dilation was measured by calibrate.
 	dilationAuto bool
+	// Free lists of the frame path (loop-owned).
+	freeRefs []*frameRef
+	freeTags []*copyTag
 }
 
 // checkStaleNetns refuses to reclaim a namespace that is not stale: one a
@@ -574,16 +577,44 @@ func (e *Emulator) submitFrame(p *port, f *frameport.Frame) bool {
 	if !e.awaitLag(p) || !e.acquire(p, cost) {
 		return false
 	}
-	sub := time.Now()
-	waited, err := e.pacer.SubmitWait(des.Input{At: f.At, Fn: func(at des.Time) { e.ingress(p, f, cost, at, sub) }})
+	in := ingressPool.Get().(*ingressInput)
+	in.e, in.p, in.f, in.cost, in.sub = e, p, f, cost, time.Now()
+	if in.fn == nil {
+		in.fn = in.run // bound once per pooled holder: no closure per frame
+	}
+	waited, err := e.pacer.SubmitWait(des.Input{At: f.At, Fn: in.fn})
 	if waited {
 		p.readerStalls.Add(1)
 	}
 	if err != nil {
+		*in = ingressInput{fn: in.fn}
+		ingressPool.Put(in)
 		e.release(p, cost)
 		return false
 	}
 	return true
+}
+
+// ingressInput is a frame on its way from its reader into the model: the
+// pacer input's Fn is its run, bound once, and the holder is pooled, so a
+// frame's hand-over allocates nothing.
+type ingressInput struct {
+	e    *Emulator
+	p    *port
+	f    *frameport.Frame
+	cost int
+	sub  time.Time
+	fn   func(des.Time)
+}
+
+var ingressPool = sync.Pool{New: func() any { return new(ingressInput) }}
+
+// run brings the frame into the model (loop) and returns the holder.
+func (in *ingressInput) run(at des.Time) {
+	e, p, f, cost, sub := in.e, in.p, in.f, in.cost, in.sub
+	*in = ingressInput{fn: in.fn}
+	ingressPool.Put(in)
+	e.ingress(p, f, cost, at, sub)
 }
 
 // acquire waits until p's host may put cost more bytes into the fabric;
@@ -622,7 +653,8 @@ func (e *Emulator) ingress(p *port, f *frameport.Frame, cost int, at des.Time, s
 	if !h.Src.IsMulticast() {
 		e.macs[h.Src] = p
 	}
-	ref := &frameRef{f: f, src: p, cost: cost, in: now}
+	ref := e.newFrameRef()
+	*ref = frameRef{f: f, src: p, cost: cost, in: now}
 	if h.Class() == ether.Unicast {
 		q, ok := e.macs[h.Dst]
 		switch {
@@ -662,7 +694,8 @@ func (e *Emulator) stream(p, q *port) *stream {
 func (e *Emulator) sendCopy(ref *frameRef, q *port, at des.Time) {
 	p := ref.src
 	st := e.stream(p, q)
-	tag := &copyTag{ref: ref, dst: q, st: st, seq: st.next}
+	tag := e.newCopyTag()
+	*tag = copyTag{ref: ref, dst: q, st: st, seq: st.next}
 	st.next++
 	ref.refs++
 	m := e.sess.Net.NewMessage()
@@ -733,9 +766,11 @@ func (e *Emulator) write(q *port, ef egressFrame) {
 			e.pcap.record(q, e.pacer.WallTime(ef.at), rec, ef.comment)
 		}
 	}
-	tag.ref.refs--
-	if tag.ref.refs == 0 {
-		e.finish(tag.ref)
+	ref := tag.ref
+	e.freeCopyTag(tag)
+	ref.refs--
+	if ref.refs == 0 {
+		e.finish(ref)
 	}
 }
 
@@ -743,7 +778,36 @@ func (e *Emulator) finish(ref *frameRef) {
 	if ref.f != nil { // nil: handed to the destination's writer (delivered)
 		ref.f.Release()
 	}
-	e.release(ref.src, ref.cost)
+	src, cost := ref.src, ref.cost
+	*ref = frameRef{}
+	e.freeRefs = append(e.freeRefs, ref)
+	e.release(src, cost)
+}
+
+// newFrameRef, newCopyTag and freeCopyTag keep loop-owned free lists of
+// the frame path's bookkeeping, so that a frame allocates nothing once
+// they have grown to the frames in flight (loop only).
+func (e *Emulator) newFrameRef() *frameRef {
+	if n := len(e.freeRefs); n > 0 {
+		r := e.freeRefs[n-1]
+		e.freeRefs = e.freeRefs[:n-1]
+		return r
+	}
+	return new(frameRef)
+}
+
+func (e *Emulator) newCopyTag() *copyTag {
+	if n := len(e.freeTags); n > 0 {
+		t := e.freeTags[n-1]
+		e.freeTags = e.freeTags[:n-1]
+		return t
+	}
+	return new(copyTag)
+}
+
+func (e *Emulator) freeCopyTag(t *copyTag) {
+	*t = copyTag{}
+	e.freeTags = append(e.freeTags, t)
 }
 
 // Outstanding returns the bytes read from all devices and not yet

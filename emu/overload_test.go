@@ -123,7 +123,7 @@ func TestOverloadBackpressureStaysValid(t *testing.T) {
 }
 
 // Dilate raises the dilation by half at a time while the model falls
-// max_lag behind its background load (torus8x8-dor at 0.2, which this
+// max_lag (5 ms) behind its background load (torus8x8-dor at 0.2, which this
 // model cannot follow in real time: TestDilationAuto): the dilation in
 // force is 1.5 per raise, the readers never stall and the run goes on.
 // (An open-loop sender faster than the model is not helped by a slower
@@ -132,6 +132,7 @@ func TestOverloadBackpressureStaysValid(t *testing.T) {
 func TestOverloadDilate(t *testing.T) {
 	r := newRig(t, "torus8x8-dor", ports(2), func(c *RunConfig) {
 		c.Pacing.Overload = OverloadDilate
+		c.Pacing.MaxLag = Duration(5 * time.Millisecond)
 		c.Background.Enabled = true
 		c.Background.Traffic.Load = 0.2
 	})

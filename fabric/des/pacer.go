@@ -320,17 +320,25 @@ type Pacer struct {
 	byCause     map[string]uint64
 	raises      uint64
 	recent      []IntervalReport
-	inputH      inputHandler
+	inputH      *inputHandler
+	freeInputs  []*Input // admitted inputs' holders, for reuse (loop-owned)
 	hr          *hrTimer // real clock only: precise sleeps (timerfd)
 	running     atomic.Bool
 	lastSnap    atomic.Pointer[PacerStats]
 	lastSnapped time.Time
 }
 
-type inputHandler struct{}
+type inputHandler struct{ p *Pacer }
 
-// Handle runs an admitted input.
-func (inputHandler) Handle(ev *Event) { ev.Ref.(*Input).Fn(ev.At) }
+// Handle runs an admitted input; its holder goes back to the free list
+// first (no heap allocation per input once the list has grown).
+func (h *inputHandler) Handle(ev *Event) {
+	in := ev.Ref.(*Input)
+	fn := in.Fn
+	*in = Input{}
+	h.p.freeInputs = append(h.p.freeInputs, in)
+	fn(ev.At)
+}
 
 // NewPacer returns a pacer for eng. Simulated time zero maps to the wall
 // time of the call plus the engine's current time; call Run to start it.
@@ -368,6 +376,7 @@ func NewPacer(eng *Engine, cfg PacerConfig) (*Pacer, error) {
 	p := &Pacer{eng: eng, clock: cfg.Clock, dilation: cfg.Dilation, cfg: cfg,
 		in: make(chan Input, cfg.InputQueue), calls: make(chan func()), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), byCause: map[string]uint64{}}
+	p.inputH = &inputHandler{p}
 	now := p.clock.Now()
 	p.start = now.Add(-p.wallOf(eng.Now()))
 	p.ivStart = now
@@ -750,7 +759,12 @@ func (p *Pacer) spin(due time.Time) {
 func (p *Pacer) admit(in Input) {
 	at := max(p.SimTime(in.At), p.eng.Now())
 	p.inputs++
-	ip := new(Input)
+	var ip *Input
+	if n := len(p.freeInputs); n > 0 {
+		ip, p.freeInputs = p.freeInputs[n-1], p.freeInputs[:n-1]
+	} else {
+		ip = new(Input)
+	}
 	*ip = in
 	p.eng.Schedule(at, p.inputH, 0, 0, ip)
 }
