@@ -3,12 +3,17 @@ package emu
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-
-	"github.com/prometheus/client_golang/prometheus"
 	"testing"
+
+	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/internal/hist"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
 )
 
 func fakeStatus() (*Status, error) {
@@ -82,20 +87,78 @@ func FuzzAPIRequest(f *testing.F) {
 	})
 }
 
+// histStatus is a status whose distributions have samples: lag from 3 µs
+// to 2 s (beyond the last bound), fabric latency in ps.
+func histStatus() (*Status, error) {
+	st, _ := fakeStatus()
+	var lag, lat hist.Hist
+	for _, v := range []int64{3e3, 40e3, 40e3, 700e3, 2e6, 2e9} {
+		lag.Add(v)
+	}
+	lat.Add(240e3)
+	st.Pacer.LagBuckets = lag.Buckets(des.LagBounds)
+	st.Pacer.ExcessLagBuckets = lag.Buckets(des.LagBounds)
+	st.Fabric.LatencyBuckets = lat.Buckets(LatencyBounds)
+	st.Pacer.InvalidByCause = map[string]uint64{des.CauseBehind: 2}
+	return st, nil
+}
+
+// The collector's metrics pass Prometheus' own linter (the rules of
+// promtool check metrics) and the four distributions are histograms with
+// cumulative buckets in seconds, not gauges carrying quantile labels.
 func TestCollector(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(NewCollector(fakeStatus)); err != nil {
+	if err := reg.Register(NewCollector(histStatus)); err != nil {
 		t.Fatal(err)
 	}
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
 	names := map[string]bool{}
 	for _, mf := range mfs {
 		names[mf.GetName()] = true
+		switch mf.GetName() {
+		case "fabemu_lag_seconds", "fabemu_wake_lag_seconds", "fabemu_excess_lag_seconds", "fabemu_fabric_latency_seconds":
+			if mf.GetType() != dto.MetricType_HISTOGRAM {
+				t.Errorf("%s is a %v, want a histogram", mf.GetName(), mf.GetType())
+				continue
+			}
+			h := mf.GetMetric()[0].GetHistogram()
+			var prev uint64
+			for _, b := range h.GetBucket() {
+				if b.GetCumulativeCount() < prev || b.GetCumulativeCount() > h.GetSampleCount() {
+					t.Errorf("%s: bucket le=%g count %d after %d (samples %d)", mf.GetName(), b.GetUpperBound(), b.GetCumulativeCount(), prev, h.GetSampleCount())
+				}
+				prev = b.GetCumulativeCount()
+			}
+			if mf.GetName() == "fabemu_lag_seconds" {
+				// 3 µs, 40 µs twice and 0.7 ms are at most 1 ms; 2 ms at
+				// most 2.5 ms; 2 s beyond every bound (only in +Inf).
+				for le, want := range map[float64]uint64{1e-3: 4, 2.5e-3: 5, 1: 5} {
+					for _, b := range h.GetBucket() {
+						if math.Abs(b.GetUpperBound()-le) < le*1e-9 && b.GetCumulativeCount() != want {
+							t.Errorf("lag le=%g: %d, want %d", le, b.GetCumulativeCount(), want)
+						}
+					}
+				}
+				if h.GetSampleCount() != 6 || math.Abs(h.GetSampleSum()-2.002783) > 1e-6 {
+					t.Errorf("lag: %d samples sum %g s, want 6 and 2.002783", h.GetSampleCount(), h.GetSampleSum())
+				}
+			}
+			if mf.GetName() == "fabemu_fabric_latency_seconds" && h.GetBucket()[1].GetCumulativeCount() != 1 {
+				t.Errorf("fabric latency 240 ns not at most 250 ns: %v", h.GetBucket()[:3])
+			}
+		}
 	}
-	for _, want := range []string{"fabemu_tap_frames_total", "fabemu_lag_seconds", "fabemu_conn_reordered_frames_total", "fabemu_fabric_latency_seconds"} {
+	for _, want := range []string{"fabemu_tap_frames_total", "fabemu_lag_seconds", "fabemu_conn_reordered_frames_total", "fabemu_fabric_latency_seconds", "fabemu_realtime_invalid_intervals_by_cause_total"} {
 		if !names[want] {
 			t.Errorf("metric %s missing (have %v)", want, names)
 		}

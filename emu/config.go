@@ -64,8 +64,10 @@ type TAPConfig struct {
 	Persist  bool `yaml:"persist" json:"persist" doc:"create the device persistent so that another process (QEMU) can attach to it"`
 	// Offload opens the device with checksum and TCP segmentation offload
 	// (tap.Config.Offload): the kernel hands up 64 KB super-frames, each
-	// one fabric message.
-	Offload bool `yaml:"offload" json:"offload" doc:"checksum and TCP segmentation offload (IFF_VNET_HDR): TCP super-frames of up to 64 KB cross the fabric as one message each, segmented at the fabric MTU; a destination without offload gets them segmented in software"`
+	// one fabric message. Absent, it is on for a device in a network
+	// namespace of its own, whose peer is that namespace's kernel stack,
+	// and off otherwise (OffloadDefault says why).
+	Offload *bool `yaml:"offload" json:"offload" doc:"checksum and TCP segmentation offload (IFF_VNET_HDR): TCP super-frames of up to 64 KB cross the fabric as one message each, segmented at the fabric MTU; a destination without offload gets them segmented in software; absent = on for a device in a network namespace (netns) whose peer is the kernel's stack, off for a persistent or user-owned device (a VM attaches to it and may not take super-frames) and for a device in the daemon's own namespace (it may be bridged to a NIC or VM that cannot)"`
 	// Kind and Socket make the entry a VM's port instead of a TAP device
 	// (vmport.go).
 	Kind   string `yaml:"kind" json:"kind,omitempty" doc:"tap (default): a TAP device the daemon creates; qemu-socket: a socket a stock QEMU attaches a VM's virtio-net card to (-netdev stream on QEMU 7.2 and later, -netdev socket on older); the VM reattaches after a restart"`
@@ -110,9 +112,12 @@ type PacingConfig struct {
 	DilationAuto     bool     `yaml:"dilation_auto" json:"dilation_auto" doc:"measure the model's speed (with its background load) for half a second at start and run at the smallest dilation it keeps up with, with a 50% margin, at least 1; replaces dilation"`
 	LagThreshold     Duration `yaml:"lag_threshold" json:"lag_threshold" unit:"time" doc:"excess lag (an event's lag beyond the loop's own oversleep of a timed sleep) above which a one-second interval is marked not real-time valid"`
 	Spin             Duration `yaml:"spin" json:"spin" unit:"time" doc:"poll instead of sleeping when the next event is this close (lower latency, more CPU)"`
-	MaxLag           Duration `yaml:"max_lag" json:"max_lag" unit:"time" doc:"how far behind the wall clock the model may fall (excess lag of its oldest due event) before the daemon stops reading its TAPs until it catches up, with a rate-limited warning; 0 = no bound"`
+	MaxLag           Duration `yaml:"max_lag" json:"max_lag" unit:"time" doc:"how far behind the wall clock the model may fall (excess lag of its oldest due event) before pacing.overload acts; below lag_threshold it acts before an interval is marked not valid; 0 = no bound (overload none)"`
+	Overload         string   `yaml:"overload" json:"overload" doc:"what the daemon does when the model falls max_lag behind: backpressure (stop reading the TAPs, and hand the model at most a few hundred frames ahead, until it catches up: the applications slow down, the fabric keeps real time), dilate (raise the dilation by half, again while it still falls behind: the fabric slows down and stays valid at the dilation reached) or none (fall behind and mark the intervals not valid)"`
 	PreciseTimer     bool     `yaml:"precise_timer" doc:"sleep on a timerfd: no millisecond overshoot of sub-millisecond sleeps (lower lag), but a slower wake-up on input (higher ping round trip)"`
 	RealtimePriority int      `yaml:"realtime_priority" json:"realtime_priority" doc:"SCHED_FIFO priority (1-99) of every daemon thread, so the model's threads run as soon as they are runnable instead of a time slice behind the applications on the same CPUs (real-time valid under iperf3 on two cores: 100% against 23-77% without; the applications get less CPU); needs CAP_SYS_NICE or RLIMIT_RTPRIO; 0 = off"`
+	BusyPoll         string   `yaml:"busy_poll" json:"busy_poll" doc:"auto, on or off: the model's loop runs on a locked OS thread that polls instead of sleeping while traffic flows (no thread wake-up per frame; one CPU busy while it flows) and parks after busy_poll_idle without input or event; auto = on with more than two CPUs, where a core can be spared"`
+	BusyPollIdle     Duration `yaml:"busy_poll_idle" json:"busy_poll_idle" unit:"time" doc:"how long the busy-polling loop goes on polling after the last input or event before it parks"`
 	DirectInput      bool     `yaml:"direct_input" json:"direct_input" doc:"a TAP reader that finds the model's loop asleep runs its frame into the model itself (admits it, fires the due events, hands delivered frames to the writers) instead of waking the loop's goroutine: one thread wake-up less per frame on an idle or lightly loaded daemon"`
 }
 
@@ -130,6 +135,8 @@ type RunConfig struct {
 	// TxInline is the largest frame the model's loop writes to a device
 	// itself when its writer is idle.
 	TxInline int `yaml:"tx_inline" json:"tx_inline" unit:"bytes" doc:"a delivered frame of at most this many bytes is written to its TAP by the model's loop itself when the device's writer is idle with an empty queue and the device had no such frame in the last millisecond, saving the writer's wake-up (lower ping round trip; the loop spends the write system call); 0 = always through the writer"`
+	// GCMemoryLimit is the Go runtime's soft memory limit for the daemon.
+	GCMemoryLimit int64 `yaml:"gc_memory_limit" json:"gc_memory_limit" unit:"bytes" doc:"soft memory limit of the daemon's Go runtime: the garbage collector runs when the heap nears it, not every time it has grown by GOGC percent (fewer collections, each a pause and a CPU the model may want); 0 = the runtime's GOGC pacing only; the GOGC and GOMEMLIMIT environment variables override"`
 	// PcapOut records every frame written to a TAP as pcapng.
 	PcapOut      string   `yaml:"pcap_out" json:"pcap_out,omitempty" doc:"record every frame the daemon writes to a TAP (after the fabric) to this pcapng file: one interface per TAP, the fabric's latency and order in each packet's comment; frames past a full recorder queue are counted, not recorded"`
 	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout" unit:"time" doc:"on SIGTERM/SIGINT, how long to let frames in the fabric reach their devices"`
@@ -145,6 +152,24 @@ type RunConfig struct {
 		Level  string `yaml:"level" json:"level" doc:"debug, info, warn or error"`
 	} `yaml:"log" json:"log"`
 }
+
+// BusyPollFor returns the pacer's busy-poll period for pacing.busy_poll
+// (0 = off) on a machine with ncpu CPUs: auto polls only where a CPU can
+// be spared (more than two), since the poller holds one while traffic
+// flows and on two CPUs the applications behind the TAPs want both.
+func (p PacingConfig) BusyPollFor(ncpu int) time.Duration {
+	if p.BusyPoll == "on" || (p.BusyPoll == "auto" && ncpu > 2) {
+		return time.Duration(p.BusyPollIdle)
+	}
+	return 0
+}
+
+// Overload modes (pacing.overload).
+const (
+	OverloadBackpressure = "backpressure"
+	OverloadDilate       = "dilate"
+	OverloadNone         = "none"
+)
 
 // Defaults of RunConfig.
 const (
@@ -164,10 +189,12 @@ func DefaultRunConfig() RunConfig {
 	c.Background.Format = "auto"
 	c.Background.Compression = 1
 	c.Pacing = PacingConfig{Dilation: 1, LagThreshold: Duration(time.Millisecond), Spin: Duration(20 * time.Microsecond),
-		MaxLag: Duration(100 * time.Millisecond), DirectInput: true}
+		MaxLag: Duration(100 * time.Millisecond), Overload: OverloadBackpressure, DirectInput: true,
+		BusyPoll: "auto", BusyPollIdle: Duration(2 * time.Millisecond)}
 	c.AdmitBytes = 256 * 1024
 	c.TxQueue = 1024
 	c.TxInline = 2048
+	c.GCMemoryLimit = 512 << 20
 	c.DrainTimeout = Duration(2 * time.Second)
 	c.API.Socket = DefaultSocket
 	c.Metrics.Enabled = true
@@ -253,6 +280,19 @@ func (c *RunConfig) Validate() error {
 	if c.Pacing.LagThreshold <= 0 || c.Pacing.Spin < 0 || c.Pacing.MaxLag < 0 {
 		errs = append(errs, errors.New("pacing: lag_threshold must be positive, spin and max_lag not negative"))
 	}
+	switch c.Pacing.BusyPoll {
+	case "auto", "on", "off":
+	default:
+		errs = append(errs, fmt.Errorf("pacing.busy_poll %q: want auto, on or off", c.Pacing.BusyPoll))
+	}
+	if c.Pacing.BusyPollIdle <= 0 || c.Pacing.BusyPollIdle > Duration(time.Second) {
+		errs = append(errs, fmt.Errorf("pacing.busy_poll_idle %v: want more than 0, at most 1s", c.Pacing.BusyPollIdle))
+	}
+	switch c.Pacing.Overload {
+	case OverloadBackpressure, OverloadDilate, OverloadNone:
+	default:
+		errs = append(errs, fmt.Errorf("pacing.overload %q: want backpressure, dilate or none", c.Pacing.Overload))
+	}
 	if c.Pacing.RealtimePriority < 0 || c.Pacing.RealtimePriority > rtsched.MaxPriority {
 		errs = append(errs, fmt.Errorf("pacing.realtime_priority %d: want 0 (off) to %d", c.Pacing.RealtimePriority, rtsched.MaxPriority))
 	}
@@ -264,6 +304,9 @@ func (c *RunConfig) Validate() error {
 	}
 	if c.TxQueue < 1 || c.TxQueue > 1<<20 {
 		errs = append(errs, fmt.Errorf("tx_queue %d: want 1..1048576", c.TxQueue))
+	}
+	if c.GCMemoryLimit != 0 && c.GCMemoryLimit < 64<<20 {
+		errs = append(errs, fmt.Errorf("gc_memory_limit %d: want 0 (off) or at least 64 MiB", c.GCMemoryLimit))
 	}
 	if c.DrainTimeout < 0 {
 		errs = append(errs, errors.New("drain_timeout must not be negative"))
@@ -284,9 +327,28 @@ func (c *RunConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
+// OffloadDefault returns whether the device gets offloads and, when the
+// configuration did not say (no offload key), why: on for a device in a
+// network namespace, whose peer is that namespace's kernel stack, which
+// takes super-frames; off where the peer may be a VM or a NIC that cannot
+// (a persistent or user-owned device, one a VM attaches to; a device in
+// the daemon's own namespace, which may be bridged).
+func (t TAPConfig) OffloadDefault() (on bool, why string) {
+	switch {
+	case t.Offload != nil:
+		return *t.Offload, ""
+	case t.Persist || t.Owner != 0:
+		return false, "persistent or user-owned device: the process that attaches to it (a VM) may not take TCP super-frames; set offload: true if it does"
+	case t.Netns == "":
+		return false, "device in the daemon's own namespace: it may be bridged to a NIC or VM that cannot take TCP super-frames; set offload: true if its peer is the local stack"
+	}
+	return true, "device in namespace " + t.Netns + ": its peer is that namespace's kernel stack, which takes TCP super-frames"
+}
+
 // tapConfig turns the file's description into the tap package's config.
 func (t TAPConfig) tapConfig() (tap.Config, error) {
-	tc := tap.Config{Name: t.Name, MTU: t.MTU, Netns: t.Netns, Persist: t.Persist, Owner: uint32(max(t.Owner, 0)), Offload: t.Offload}
+	off, _ := t.OffloadDefault()
+	tc := tap.Config{Name: t.Name, MTU: t.MTU, Netns: t.Netns, Persist: t.Persist, Owner: uint32(max(t.Owner, 0)), Offload: off}
 	if t.MAC != "" {
 		mac, err := net.ParseMAC(t.MAC)
 		if err != nil || len(mac) != 6 {
@@ -344,9 +406,11 @@ func DemoConfig(n int) (RunConfig, error) {
 			MAC:      fmt.Sprintf("02:fa:be:00:%02x:%02x", i>>8, i&0xff+1),
 			Netns:    fmt.Sprintf("fabemu-h%d", i),
 			OwnNetns: true,
-			Offload:  true,
+			Offload:  ptr(true),
 			Addrs:    []string{fmt.Sprintf("10.250.0.%d/24", i+1), fmt.Sprintf("fd00:fab::%x/64", i+1)},
 		})
 	}
 	return c, c.Validate()
 }
+
+func ptr[T any](v T) *T { return &v }

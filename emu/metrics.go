@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -16,6 +17,7 @@ type Collector struct {
 	capFrames, capDropped                            *prometheus.Desc // bgcapture.go
 	egressHolds, egressHeld, egressBacklog           *prometheus.Desc // egress.go
 	wakeLag, excessLag, validFraction, behind        *prometheus.Desc
+	invalidCause, dilation, raises                   *prometheus.Desc
 }
 
 // NewCollector returns a collector reading status.
@@ -32,14 +34,17 @@ func NewCollector(status StatusFunc) *Collector {
 		outstanding:   d("tap_outstanding_bytes", "Bytes read from a TAP and not yet delivered everywhere.", "tap"),
 		accepted:      d("fabric_delivered_payload_bytes_total", "Payload bytes the fabric delivered to hosts (TAP and background)."),
 		packets:       d("fabric_delivered_packets_total", "Packets the fabric delivered to hosts."),
-		latency:       d("fabric_latency_seconds", "Packet latency from generation to delivery, simulated time.", "quantile"),
+		latency:       d("fabric_latency_seconds", "Packet latency from generation to delivery, simulated time."),
 		simSeconds:    d("sim_seconds", "Simulated time reached."),
-		lag:           d("lag_seconds", "How late events ran behind the wall clock.", "quantile"),
+		lag:           d("lag_seconds", "How late events ran behind the wall clock."),
 		intervals:     d("realtime_intervals_total", "Finished real-time validity intervals."),
 		invalid:       d("realtime_invalid_intervals_total", "Intervals whose excess lag exceeded the threshold (not real-time valid)."),
 		validFraction: d("realtime_valid_fraction", "Fraction of the finished intervals (of the time) that were real-time valid."),
-		wakeLag:       d("wake_lag_seconds", "How late the loop woke from its timed sleeps (timer granularity, scheduling).", "quantile"),
-		excessLag:     d("excess_lag_seconds", "Event lag beyond the loop's oversleep: how far the model was behind.", "quantile"),
+		wakeLag:       d("wake_lag_seconds", "How late the loop woke from its timed sleeps (timer granularity, scheduling)."),
+		excessLag:     d("excess_lag_seconds", "Event lag beyond the loop's oversleep: how far the model was behind."),
+		invalidCause:  d("realtime_invalid_intervals_by_cause_total", "Intervals not real-time valid, by cause: behind (the model's backlog), preempted (held up while busy), late_start (the idle loop started late), dilation_raised, gc_pause.", "cause"),
+		dilation:      d("dilation", "Wall seconds per simulated second in force."),
+		raises:        d("dilation_raises_total", "Times pacing.overload dilate raised the dilation."),
 		behind:        d("behind_seconds", "How far behind the wall clock the loop's oldest due event was at its last look."),
 		connFrames:    d("conn_frames_total", "Frames delivered per TAP-to-TAP stream.", "src", "dst"),
 		connReordered: d("conn_reordered_frames_total", "Frames reordered at TAP egress (RFC 4737 §3), ground truth numbered at ingress.", "src", "dst"),
@@ -59,7 +64,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.frames, c.bytes, c.refused, c.stalls, c.boundary, c.outstanding,
 		c.accepted, c.packets, c.latency, c.simSeconds, c.lag, c.intervals, c.invalid,
 		c.connFrames, c.connReordered, c.connRatio, c.nicRatio, c.nicRatioAfter, c.capFrames, c.capDropped,
-		c.egressHolds, c.egressHeld, c.egressBacklog, c.wakeLag, c.excessLag, c.validFraction, c.behind} {
+		c.egressHolds, c.egressHeld, c.egressBacklog, c.wakeLag, c.excessLag, c.validFraction, c.behind,
+		c.invalidCause, c.dilation, c.raises} {
 		ch <- d
 	}
 }
@@ -101,19 +107,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.accepted, float64(st.Fabric.DeliveredBytes))
 	counter(c.packets, float64(st.Fabric.DeliveredPackets))
 	gauge(c.simSeconds, st.Fabric.SimSeconds)
-	for _, q := range []struct {
-		q   string
-		lat float64
-		lag float64
-	}{{"0.5", st.Fabric.LatencyNs.P50, st.Pacer.Lag.P50}, {"0.99", st.Fabric.LatencyNs.P99, st.Pacer.Lag.P99}, {"1", st.Fabric.LatencyNs.Max, st.Pacer.Lag.Max}} {
-		gauge(c.latency, q.lat/1e9, q.q)
-		gauge(c.lag, q.lag/1e9, q.q)
+	histogram(ch, c.latency, st.Fabric.LatencyBuckets, 1e-12)
+	histogram(ch, c.lag, st.Pacer.LagBuckets, 1e-9)
+	histogram(ch, c.wakeLag, st.Pacer.WakeLagBuckets, 1e-9)
+	histogram(ch, c.excessLag, st.Pacer.ExcessLagBuckets, 1e-9)
+	for cause, n := range st.Pacer.InvalidByCause {
+		counter(c.invalidCause, float64(n), cause)
 	}
-	for q, v := range map[string][2]float64{"0.5": {st.Pacer.WakeLag.P50, st.Pacer.ExcessLag.P50},
-		"0.99": {st.Pacer.WakeLag.P99, st.Pacer.ExcessLag.P99}, "1": {st.Pacer.WakeLag.Max, st.Pacer.ExcessLag.Max}} {
-		gauge(c.wakeLag, v[0]/1e9, q)
-		gauge(c.excessLag, v[1]/1e9, q)
-	}
+	gauge(c.dilation, st.Pacer.Dilation)
+	counter(c.raises, float64(st.Pacer.DilationRaises))
 	gauge(c.validFraction, st.Pacer.ValidFraction)
 	gauge(c.behind, st.Pacer.Behind.Seconds())
 	counter(c.intervals, float64(st.Pacer.Intervals))
@@ -130,4 +132,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.nicRatioAfter, after)
 	c.collectCapture(ch, st)
+}
+
+// histogram sends b as a Prometheus histogram in seconds (unit: seconds
+// per unit of b's samples). Aggregated over daemons and time, unlike the
+// quantile gauges it replaces.
+func histogram(ch chan<- prometheus.Metric, d *prometheus.Desc, b hist.Buckets, unit float64) {
+	buckets := make(map[float64]uint64, len(b.LE))
+	for i, le := range b.LE {
+		buckets[le*unit] = b.Counts[i]
+	}
+	ch <- prometheus.MustNewConstHistogram(d, b.Count, b.Sum*unit, buckets)
 }

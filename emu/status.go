@@ -32,6 +32,9 @@ type Status struct {
 	// DilationAuto says it was measured at start (dilation auto).
 	Dilation     float64 `json:"dilation"`
 	DilationAuto bool    `json:"dilation_auto"`
+	// Overload is pacing.overload: what the daemon does when the model
+	// falls behind (backpressure, dilate or none).
+	Overload string `json:"overload"`
 	// RealtimePriority is the SCHED_FIFO priority of the daemon's threads
 	// (pacing.realtime_priority; 0: the normal policy).
 	RealtimePriority int `json:"realtime_priority"`
@@ -60,7 +63,13 @@ type FabricStatus struct {
 	DeliveredBytes   int64        `json:"delivered_payload_bytes"`
 	AcceptedGbps     float64      `json:"accepted_gbps"` // payload bits per simulated ns
 	LatencyNs        hist.Summary `json:"latency_ns"`    // every packet, generation to delivery
+	// LatencyBuckets is the same distribution, in ps, at LatencyBounds.
+	LatencyBuckets hist.Buckets `json:"-"`
 }
+
+// LatencyBounds are the bucket bounds, in ps of simulated time, of the
+// fabric latency histogram: 100 ns to 100 ms, 1-2.5-5 per decade.
+var LatencyBounds = []float64{1e5, 2.5e5, 5e5, 1e6, 2.5e6, 5e6, 1e7, 2.5e7, 5e7, 1e8, 2.5e8, 5e8, 1e9, 2.5e9, 5e9, 1e10, 2.5e10, 5e10, 1e11}
 
 // HostStatus is one TAP host's boundary counters.
 type HostStatus struct {
@@ -206,7 +215,8 @@ func (e *Emulator) status() *Status {
 	st := &Status{Schema: StatusSchema, UptimeSeconds: time.Since(e.start).Seconds(),
 		Preset: e.cfg.Model.Preset, Topology: s.Topo.Describe(), Delivery: string(s.Net.Mode()),
 		Routing: string(s.Router.Mode()), BackgroundHosts: len(e.background), BackgroundLoad: e.bgLoad,
-		Dilation: e.cfg.Pacing.Dilation, DilationAuto: e.dilationAuto, RealtimePriority: e.cfg.Pacing.RealtimePriority}
+		Dilation: e.pacer.Stats().Dilation, DilationAuto: e.dilationAuto, RealtimePriority: e.cfg.Pacing.RealtimePriority,
+		Overload: e.cfg.Pacing.Overload}
 	if e.pcap != nil {
 		st.PcapOut = e.pcap.status()
 	}
@@ -220,7 +230,7 @@ func (e *Emulator) status() *Status {
 	now := s.Eng.Now()
 	m := s.Metrics
 	st.Fabric = FabricStatus{SimSeconds: now.Seconds(), DeliveredPackets: m.AllDelivered,
-		DeliveredBytes: m.DelPayload, LatencyNs: m.Latency.Summarize(1000)}
+		DeliveredBytes: m.DelPayload, LatencyNs: m.Latency.Summarize(1000), LatencyBuckets: m.Latency.Buckets(LatencyBounds)}
 	if now > 0 {
 		st.Fabric.AcceptedGbps = float64(m.DelPayload) * 8 / now.Nanoseconds()
 	}

@@ -2,6 +2,7 @@ package emu
 
 import (
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/fabemu/fabemu/fabric/des"
@@ -20,6 +21,45 @@ import (
 // the CPUs; under iperf3 on two cores 23-77% of the intervals stay valid).
 // The watcher looks at the count every validityEvery and logs one line
 // naming which it was and what to do.
+
+// CauseGCPause names an invalid interval whose latest event came due while
+// the loop slept (des.CauseLate) during which the Go runtime stopped the
+// world for its garbage collector longer than half the lag threshold.
+const CauseGCPause = "gc_pause"
+
+// classify refines the pacer's cause of an invalid interval (loop
+// goroutine, once per invalid interval): a late start during which a
+// garbage-collector pause of half the threshold or more ended is the GC's.
+func (e *Emulator) classify(r des.IntervalReport) string {
+	if r.Cause != des.CauseLate {
+		return r.Cause
+	}
+	var gc debug.GCStats
+	debug.ReadGCStats(&gc)
+	for i, end := range gc.PauseEnd {
+		if i < len(gc.Pause) && !end.Before(r.Start) && !end.After(r.End) && 2*gc.Pause[i] >= time.Duration(e.cfg.Pacing.LagThreshold) {
+			return CauseGCPause
+		}
+	}
+	return r.Cause
+}
+
+// CauseText explains a cause of invalid intervals in a sentence.
+func CauseText(cause string) string {
+	switch cause {
+	case des.CauseBehind:
+		return "the model fell behind its load: its backlog kept growing (CPU-bound)"
+	case des.CausePreempted:
+		return "the model was held up while busy and caught up (its thread preempted, a pause of the runtime)"
+	case des.CauseLate:
+		return "the model was idle and started late (its thread waited for a CPU, or a frame was handed over late)"
+	case des.CauseDilated:
+		return "the model fell behind and pacing.overload dilate raised the dilation"
+	case CauseGCPause:
+		return "a garbage-collector pause"
+	}
+	return cause
+}
 
 // validityEvery is how often the watcher looks.
 const validityEvery = 10 * time.Second

@@ -8,49 +8,32 @@ import (
 	"github.com/fabemu/fabemu/fabric/des"
 )
 
-// An idle daemon is real-time valid: its events run late only by the
-// loop's own oversleeps (timer granularity), which validity does not count,
-// so ten seconds give ten valid intervals. The status is asked for once
-// per window: it is built on the loop, so each request delays the events
-// due meanwhile by its cost (tens of microseconds, a few milliseconds when
-// other processes crowd the CPU), as a real client would.
-//
-// go test runs other packages' tests beside this one on the same cores,
-// and a process that is runnable but not scheduled for 2 ms is genuinely
-// late: the daemon is right to call that interval invalid. So the test
-// asks for one window of ten consecutive valid intervals within three
-// windows. A daemon whose idle intervals are invalid by construction (the
-// raw-lag definition this replaced marked 20 of 20 invalid) fails all
-// three.
+// An idle daemon's oversleeps are not lag it is blamed for: with
+// background load so light that the loop sleeps between events (2e-5
+// on torus8x8-dor's 62 hosts without a TAP), its timed sleeps are recorded as wake lag, no event's excess lag exceeds its lag,
+// and no interval is invalid because the model fell behind (its backlog
+// never grows). Whether every interval is valid is the machine's: one that
+// leaves the loop's thread without a CPU for a millisecond makes a genuine
+// late_start or preempted interval, which is logged.
 func TestIdleDaemonValid(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs 10-30 s of wall time")
+	r := newRig(t, DefaultPreset, ports(2), func(c *RunConfig) {
+		c.Background.Enabled = true
+		c.Background.Traffic.Load = 0.00002
+	})
+	time.Sleep(3 * time.Second)
+	p := r.status(t).Pacer
+	t.Logf("%d events, lag p50/p99/max %.0f/%.0f/%.0f us, wake lag p50/p99/max %.0f/%.0f/%.0f us, excess lag p50/p99/max %.0f/%.0f/%.0f us, %d of %d intervals invalid %v",
+		p.Events, p.Lag.P50/1e3, p.Lag.P99/1e3, p.Lag.Max/1e3, p.WakeLag.P50/1e3, p.WakeLag.P99/1e3, p.WakeLag.Max/1e3,
+		p.ExcessLag.P50/1e3, p.ExcessLag.P99/1e3, p.ExcessLag.Max/1e3, p.Invalid, p.Intervals, p.InvalidByCause)
+	if p.Intervals < 2 || p.Events == 0 || p.WakeLag.Count == 0 {
+		t.Fatalf("%d intervals, %d events, %d timed wake-ups in 3 s", p.Intervals, p.Events, p.WakeLag.Count)
 	}
-	r := newRig(t, DefaultPreset, ports(2), nil)
-	var prevIntervals, prevInvalid int64
-	for window := 1; window <= 3; window++ {
-		time.Sleep(10*time.Second + 50*time.Millisecond)
-		deadline := time.Now().Add(5 * time.Second)
-		var st *Status
-		for {
-			st = r.status(t)
-			if int64(st.Pacer.Intervals)-prevIntervals >= 10 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		p := st.Pacer
-		intervals, invalid := int64(p.Intervals)-prevIntervals, int64(p.Invalid)-prevInvalid
-		prevIntervals, prevInvalid = int64(p.Intervals), int64(p.Invalid)
-		t.Logf("window %d: %d events so far, lag p50/p99/max %.0f/%.0f/%.0f us, wake lag p50/p99/max %.0f/%.0f/%.0f us, excess lag p99/max %.0f/%.0f us, %d of %d intervals invalid",
-			window, p.Events, p.Lag.P50/1e3, p.Lag.P99/1e3, p.Lag.Max/1e3, p.WakeLag.P50/1e3, p.WakeLag.P99/1e3, p.WakeLag.Max/1e3,
-			p.ExcessLag.P99/1e3, p.ExcessLag.Max/1e3, invalid, intervals)
-		if intervals >= 10 && invalid == 0 {
-			return
-		}
-		t.Logf("window %d: recent %+v", window, p.Recent)
+	if p.ExcessLag.Max > p.Lag.Max || p.ExcessLag.P99 > p.Lag.P99 || p.ExcessLag.P50 > p.Lag.P50 {
+		t.Errorf("excess lag %v above lag %v", p.ExcessLag, p.Lag)
 	}
-	t.Errorf("no window of 10 s had 10 valid intervals out of 3 tried")
+	if n := p.InvalidByCause[des.CauseBehind] + p.InvalidByCause[des.CauseDilated]; n != 0 {
+		t.Errorf("idle daemon: %d intervals invalid for a backlog (%v)", n, p.InvalidByCause)
+	}
 }
 
 // The watcher's line names the cause: a model behind its load (lag

@@ -55,7 +55,7 @@ func (t TAPConfig) qemuConfig() (qemusock.Config, error) {
 		set  bool
 		name string
 	}{{t.Netns != "", "netns"}, {t.OwnNetns, "own_netns"}, {len(t.Addrs) > 0, "addrs"},
-		{t.Persist, "persist"}, {t.Offload, "offload"}} {
+		{t.Persist, "persist"}, {t.Offload != nil, "offload"}} {
 		if f.set {
 			bad = append(bad, f.name)
 		}

@@ -25,7 +25,7 @@ func TestQEMUSocketConfig(t *testing.T) {
 		{"no socket", func(c *TAPConfig) { c.Socket = "" }, "needs socket"},
 		{"relative socket", func(c *TAPConfig) { c.Socket = "vm0.sock" }, "absolute unix socket path"},
 		{"netns", func(c *TAPConfig) { c.Netns = "ns0" }, "netns: TAP device fields"},
-		{"addrs and offload", func(c *TAPConfig) { c.Addrs = []string{"10.0.0.1/24"}; c.Offload = true }, "addrs, offload: TAP device fields"},
+		{"addrs and offload", func(c *TAPConfig) { c.Addrs = []string{"10.0.0.1/24"}; on := true; c.Offload = &on }, "addrs, offload: TAP device fields"},
 		{"persist", func(c *TAPConfig) { c.Persist = true }, "persist"},
 		{"bad mac", func(c *TAPConfig) { c.MAC = "52:54" }, "mac \"52:54\""},
 		{"multicast mac", func(c *TAPConfig) { c.MAC = "01:00:5e:00:00:01" }, "multicast"},

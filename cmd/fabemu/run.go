@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,6 +49,10 @@ type runFlags struct {
 	precise     bool
 	rtprio      int
 	pcapOut     string
+	overload    string
+	// requireValid makes the run exit non-zero when an interval was not
+	// real-time valid.
+	requireValid bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -93,7 +100,7 @@ namespaces).`,
 					}
 				}()
 			}
-			return runDaemon(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, f.demo > 0)
+			return runDaemon(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, f.demo > 0, f.requireValid)
 		},
 	}
 	f.registerModel(cmd)
@@ -106,6 +113,8 @@ namespaces).`,
 	fs.StringVar(&f.dilation, "dilation", "", "wall seconds per simulated second, or auto: measure the model's speed at start and take the smallest dilation it keeps up with (overrides pacing.dilation, pacing.dilation_auto)")
 	fs.BoolVar(&f.precise, "precise-timer", false, "sleep on a timerfd (sets pacing.precise_timer)")
 	fs.IntVar(&f.rtprio, "realtime-priority", -1, "run every daemon thread under SCHED_FIFO at this priority, 1-99, 0 = off (overrides pacing.realtime_priority)")
+	fs.StringVar(&f.overload, "overload", "", "backpressure, dilate or none: what the daemon does when the model falls pacing.max_lag behind (overrides pacing.overload)")
+	fs.BoolVar(&f.requireValid, "require-valid", false, "exit non-zero if any one-second interval of the run was not real-time valid (the final report says why)")
 	fs.StringVar(&f.pcapOut, "pcap-out", "", "record every frame written to a TAP to this pcapng file (overrides pcap_out)")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	_ = fs.MarkHidden("cpuprofile")
@@ -200,6 +209,9 @@ func (f *runFlags) resolve(cmd *cobra.Command) (emu.RunConfig, error) {
 	}
 	if f.pcapOut != "" {
 		cfg.PcapOut = f.pcapOut
+	}
+	if f.overload != "" {
+		cfg.Pacing.Overload = f.overload
 	}
 	where := "config"
 	if f.config != "" {
@@ -327,7 +339,63 @@ func fileKind(fi os.FileInfo) string {
 	}
 }
 
-func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo bool) error {
+// tuneGC gives the daemon's garbage collector a memory limit instead of
+// GOGC's proportional pacing (gc_memory_limit): the collector runs when
+// the heap nears the limit, so a daemon whose live heap is small collects
+// rarely; each collection's pauses and mark work take CPU from the model.
+// GOGC or GOMEMLIMIT in the environment leave the runtime as they set it.
+func tuneGC(log *zap.Logger, limit int64) {
+	if limit <= 0 || os.Getenv("GOMEMLIMIT") != "" || os.Getenv("GOGC") != "" {
+		log.Info("garbage collector as the runtime sets it", zap.Int64("gc_memory_limit", limit),
+			zap.String("GOGC", os.Getenv("GOGC")), zap.String("GOMEMLIMIT", os.Getenv("GOMEMLIMIT")))
+		return
+	}
+	debug.SetMemoryLimit(limit)
+	debug.SetGCPercent(-1)
+	log.Info("garbage collector: memory limit instead of GOGC", zap.Int64("gc_memory_limit_bytes", limit))
+}
+
+// errNotValid is the error of a --require-valid run that was not
+// real-time valid.
+var errNotValid = errors.New("the run was not real-time valid (--require-valid)")
+
+// finalReport logs how much of the run was real-time valid and why the
+// rest was not; it returns errNotValid if an interval was not valid and
+// requireValid is set.
+func finalReport(log *zap.Logger, st *emu.Status, requireValid bool) error {
+	p := st.Pacer
+	var stalls uint64
+	for _, h := range st.Hosts {
+		stalls += h.LagStalls
+	}
+	fields := []zap.Field{zap.Float64("valid_fraction", p.ValidFraction), zap.Uint64("intervals", p.Intervals),
+		zap.Uint64("invalid", p.Invalid), zap.String("overload", st.Overload), zap.Float64("dilation", p.Dilation),
+		zap.Uint64("dilation_raises", p.DilationRaises), zap.Uint64("lag_stalls", stalls)}
+	for _, c := range slices.Sorted(maps.Keys(p.InvalidByCause)) {
+		fields = append(fields, zap.String("invalid_"+c, fmt.Sprintf("%d: %s", p.InvalidByCause[c], emu.CauseText(c))))
+	}
+	msg := "real time: every interval valid"
+	if p.Invalid > 0 {
+		msg = fmt.Sprintf("real time: valid %.1f%% of the time, %d of %d one-second intervals not valid", 100*p.ValidFraction, p.Invalid, p.Intervals)
+	}
+	if stalls > 0 {
+		msg += "; the applications were slowed (backpressure) to keep the model within pacing.max_lag"
+	}
+	if p.DilationRaises > 0 {
+		msg += fmt.Sprintf("; the fabric was slowed to dilation %.3g", p.Dilation)
+	}
+	if p.Invalid > 0 {
+		log.Warn(msg, fields...)
+		if requireValid {
+			return errNotValid
+		}
+		return nil
+	}
+	log.Info(msg, fields...)
+	return nil
+}
+
+func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo, requireValid bool) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -339,6 +407,7 @@ func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo
 	if err := checkPrivileges(cfg); err != nil {
 		return err
 	}
+	tuneGC(log, cfg.GCMemoryLimit)
 	var apiLn net.Listener
 	if cfg.API.Socket != "" {
 		if apiLn, err = listenAPI(cfg.API.Socket); err != nil {
@@ -429,8 +498,15 @@ func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo
 		_ = s.Shutdown(sctx)
 		cancel()
 	}
-	if st, serr := e.Status(); serr == nil && st.PcapOut != nil {
+	st, serr := e.Status()
+	if serr == nil && st.PcapOut != nil {
 		log.Info("pcapng recording", zap.String("file", cfg.PcapOut), zap.Uint64("written", st.PcapOut.Written), zap.Uint64("overflow", st.PcapOut.Overflow))
+	}
+	var validErr error
+	if serr == nil {
+		validErr = finalReport(log, st, requireValid)
+	} else if requireValid {
+		validErr = fmt.Errorf("--require-valid: no final status: %w", serr)
 	}
 	if err := e.Close(); err != nil {
 		log.Error("cleanup", zap.Error(err))
@@ -442,7 +518,7 @@ func runDaemon(ctx context.Context, out, errw io.Writer, cfg emu.RunConfig, demo
 		}
 	}
 	log.Info("stopped; devices and namespaces removed")
-	return nil
+	return validErr
 }
 
 func printDemo(w io.Writer, cfg emu.RunConfig, bound string) {

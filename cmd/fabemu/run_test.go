@@ -52,10 +52,10 @@ type daemon struct {
 	done   chan error
 }
 
-func startDaemon(t *testing.T, bin, cfg, sock string) *daemon {
+func startDaemon(t *testing.T, bin, cfg, sock string, flags ...string) *daemon {
 	// ready: the API answers (it starts serving once the devices are up).
 	t.Helper()
-	d := &daemon{cmd: exec.Command(bin, "run", "--config", cfg), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	d := &daemon{cmd: exec.Command(bin, append([]string{"run", "--config", cfg}, flags...)...), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
 	d.cmd.Stderr = d.stderr
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)

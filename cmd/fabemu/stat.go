@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -139,6 +141,14 @@ func writeStatus(w io.Writer, st *emu.Status) error {
 	}
 	fmt.Fprintf(w, "real time: valid %.1f%% of the time; intervals not valid %d of %d (excess lag over %v); inputs refused %d; run by their reader %s of %s\n",
 		100*p.ValidFraction, p.Invalid, p.Intervals, p.LagThreshold, p.InputsRefused, report.FormatUint(p.DirectRuns), report.FormatUint(p.Inputs))
+	var lagStalls uint64
+	for _, h := range st.Hosts {
+		lagStalls += h.LagStalls
+	}
+	fmt.Fprintf(w, "overload %s: dilation %.3g (raised %d times), lag stalls %d\n", st.Overload, p.Dilation, p.DilationRaises, lagStalls)
+	for _, c := range slices.Sorted(maps.Keys(p.InvalidByCause)) {
+		fmt.Fprintf(w, "  not valid, %s: %d intervals (%s)\n", c, p.InvalidByCause[c], emu.CauseText(c))
+	}
 	fmt.Fprintf(w, "fabric: %s packets delivered, %.3f Gb/s accepted (payload, simulated time), latency p50 / p99 %s / %s ns\n\n",
 		report.FormatUint(st.Fabric.DeliveredPackets), st.Fabric.AcceptedGbps, f3(st.Fabric.LatencyNs.P50), f3(st.Fabric.LatencyNs.P99))
 	if c := st.BackgroundCapture; c != nil {

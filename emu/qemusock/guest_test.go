@@ -292,6 +292,7 @@ func TestRealGuest(t *testing.T) {
 				sock = freeLoopbackPort(t)
 				netdev = "socket,id=n0,connect=" + sock
 			}
+			offload := tc.offload
 			c := emu.DefaultRunConfig()
 			c.Model.Preset = "tap-square-10g"
 			c.Model.Delivery = mode
@@ -301,7 +302,7 @@ func TestRealGuest(t *testing.T) {
 			ns := "fg-" + id
 			c.TAPs = []emu.TAPConfig{
 				{Name: "vm" + id, Kind: emu.KindQEMUSocket, Socket: sock, Host: &h0},
-				{Name: "fg" + id, MAC: "02:fa:be:78:00:02", Host: &h1, Netns: ns, OwnNetns: true, Addrs: []string{hostIP + "/24"}, Offload: tc.offload},
+				{Name: "fg" + id, MAC: "02:fa:be:78:00:02", Host: &h1, Netns: ns, OwnNetns: true, Addrs: []string{hostIP + "/24"}, Offload: &offload},
 			}
 			e, err := emu.New(c, zaptest.NewLogger(t).Named("emu"))
 			if err != nil {

@@ -3,6 +3,7 @@ package des
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -82,9 +83,58 @@ type PacerConfig struct {
 	// asleep (see Pacer): the input is admitted and the due events fired on
 	// the submitting goroutine, without waking the loop's goroutine first.
 	DirectInput bool
+	// BusyPoll, when positive, runs the loop on a locked OS thread that
+	// polls instead of sleeping while traffic flows: as long as an input
+	// was admitted or an event fired within the last BusyPoll, the loop
+	// spins (looking at its input queue) up to its next event or the end
+	// of that idle period, and parks (sleeps as usual) only after it. A
+	// frame then finds the loop awake and is taken without a thread
+	// wake-up (DPDK's and netmap's poll-mode threads, Linux's
+	// SO_BUSY_POLL); it costs a CPU while traffic flows. 0 = never.
+	BusyPoll time.Duration
+	// DilateAfter, when positive, makes the pacer slow the model down
+	// rather than let it fall behind (the dilate overload mode): when the
+	// loop's oldest due event is more than DilateAfter behind the wall
+	// clock (excess lag, see Pacer) and the backlog grew over two windows
+	// of DilateAfter running (a loop that was only held up catches up), the dilation is multiplied by DilateStep and the wall
+	// clock re-mapped so that the present is the engine's simulated time. A model that still cannot
+	// keep up falls behind again and the dilation rises again: it grows
+	// until the model keeps up, never shrinks, and every raise is counted
+	// and marks its interval (time-dilation emulators slow the guests down
+	// so that the model stays valid; here the model's clock slows and the
+	// applications see a slower fabric). 0 = the dilation is fixed.
+	DilateAfter time.Duration
+	// DilateStep is the factor of one raise; 0 means 1.5.
+	DilateStep float64
+	// Classify, when set, names the cause of an invalid interval; it runs
+	// on the loop as the interval closes, with the pacer's own cause in
+	// r.Cause (CauseBehind, CausePreempted, CauseDilated or CauseLate), and returns the
+	// cause to record (r.Cause to keep it).
+	Classify func(r IntervalReport) string
 	// Clock is the wall clock; nil means the real one.
 	Clock Clock
 }
+
+// Causes of an invalid interval the pacer tells apart by itself.
+const (
+	// CauseBehind: the model's backlog grew: its oldest due event was
+	// later and later at looks half a threshold apart (DilateAfter apart
+	// in the dilate mode): it could not follow its load.
+	CauseBehind = "behind"
+	// CausePreempted: the interval's latest event came due while the loop
+	// ran, and the backlog did not keep growing: the loop was held up
+	// while busy (its thread preempted, a pause of the runtime, one slow
+	// event) and caught up.
+	CausePreempted = "preempted"
+	// CauseDilated: the interval raised the dilation (DilateAfter).
+	CauseDilated = "dilation_raised"
+	// CauseLate: the interval's latest event came due while the loop
+	// slept, and the loop (or a direct run) woke late for it, beyond any
+	// oversleep of its timer: an input handed over late, the thread
+	// waiting for a CPU after the wake-up, a pause of the runtime; not the
+	// model's backlog.
+	CauseLate = "late_start"
+)
 
 // IntervalReport is one validity interval whose excess lag exceeded the
 // threshold.
@@ -93,6 +143,14 @@ type IntervalReport struct {
 	End   time.Time `json:"end"`
 	// MaxLag is the interval's largest excess lag.
 	MaxLag time.Duration `json:"max_lag_ns"`
+	// Behind is the interval's largest backlog: how far behind the wall
+	// clock the oldest due event still was after a batch (0 if the loop
+	// always caught up).
+	Behind time.Duration `json:"behind_ns"`
+	// Cause says why the interval was not valid (CauseBehind,
+	// CausePreempted, CauseDilated, CauseLate or what
+	// PacerConfig.Classify named).
+	Cause string `json:"cause"`
 }
 
 // PacerStats is a snapshot of the pacer's measurements.
@@ -134,9 +192,31 @@ type PacerStats struct {
 	Invalid       uint64           `json:"invalid_intervals"`
 	ValidFraction float64          `json:"valid_fraction"`
 	Recent        []IntervalReport `json:"recent_invalid,omitempty"`
+	// InvalidByCause counts the invalid intervals by cause
+	// (IntervalReport.Cause).
+	InvalidByCause map[string]uint64 `json:"invalid_by_cause,omitempty"`
 	// LagThreshold is the validity threshold.
 	LagThreshold time.Duration `json:"lag_threshold_ns"`
+	// Dilation is the dilation in force; DilationRaises how often the
+	// dilate overload mode (PacerConfig.DilateAfter) raised it.
+	Dilation       float64 `json:"dilation"`
+	DilationRaises uint64  `json:"dilation_raises"`
+	// Queued is the number of inputs waiting in the queue.
+	Queued int `json:"queued_inputs"`
+	// BusyPolls counts the busy-polling loop's spins instead of sleeps
+	// (PacerConfig.BusyPoll).
+	BusyPolls uint64 `json:"busy_polls"`
+	// LagBuckets, WakeLagBuckets and ExcessLagBuckets are the three
+	// distributions (ns) at LagBounds, for Prometheus histograms.
+	LagBuckets       hist.Buckets `json:"-"`
+	WakeLagBuckets   hist.Buckets `json:"-"`
+	ExcessLagBuckets hist.Buckets `json:"-"`
 }
+
+// LagBounds are the bucket bounds, in nanoseconds, of the lag histograms:
+// 1 µs to 1 s, 1-2.5-5 per decade (wake-ups take tens of microseconds,
+// timer oversleeps a millisecond, a model behind its load seconds).
+var LagBounds = []float64{1e3, 2.5e3, 5e3, 1e4, 2.5e4, 5e4, 1e5, 2.5e5, 5e5, 1e6, 2.5e6, 5e6, 1e7, 2.5e7, 5e7, 1e8, 2.5e8, 5e8, 1e9}
 
 // ErrPacerStopped is returned by Submit once the pacer's loop has ended.
 var ErrPacerStopped = errors.New("des: pacer stopped")
@@ -213,6 +293,8 @@ type Pacer struct {
 	kicks, timerMoves atomic.Uint64
 
 	// loop-owned state (under mu)
+	active      time.Time // when an input or event last ran (BusyPoll)
+	busyPolls   uint64    // spins of the busy-polling loop
 	inputs      uint64
 	lag         hist.Hist // ns
 	wake        hist.Hist // ns: oversleeps of timed sleeps
@@ -223,20 +305,40 @@ type Pacer struct {
 	behind      atomic.Int64
 	ivStart     time.Time
 	ivMax       time.Duration
+	ivBehind    time.Duration // the interval's largest backlog after a batch
+	ivRaised    bool          // the interval raised the dilation
+	ivBusy      bool          // the interval's latest event came due while the loop ran
+	ivGrew      bool          // the model's backlog grew (trackBacklog)
+	slept       time.Time     // when the loop last went to sleep
+	overAt      time.Time     // checkDilate's first look past DilateAfter
+	overBehind  time.Duration // and the raw lag of the oldest due event then
+	overGrew    int           // windows running in which the backlog grew
+	overTid     int           // the loop's OS thread at overAt (0: unknown)
+	overCPU     time.Duration // and its CPU time then
 	intervals   uint64
 	invalid     uint64
+	byCause     map[string]uint64
+	raises      uint64
 	recent      []IntervalReport
-	inputH      inputHandler
+	inputH      *inputHandler
+	freeInputs  []*Input // admitted inputs' holders, for reuse (loop-owned)
 	hr          *hrTimer // real clock only: precise sleeps (timerfd)
 	running     atomic.Bool
 	lastSnap    atomic.Pointer[PacerStats]
 	lastSnapped time.Time
 }
 
-type inputHandler struct{}
+type inputHandler struct{ p *Pacer }
 
-// Handle runs an admitted input.
-func (inputHandler) Handle(ev *Event) { ev.Ref.(*Input).Fn(ev.At) }
+// Handle runs an admitted input; its holder goes back to the free list
+// first (no heap allocation per input once the list has grown).
+func (h *inputHandler) Handle(ev *Event) {
+	in := ev.Ref.(*Input)
+	fn := in.Fn
+	*in = Input{}
+	h.p.freeInputs = append(h.p.freeInputs, in)
+	fn(ev.At)
+}
 
 // NewPacer returns a pacer for eng. Simulated time zero maps to the wall
 // time of the call plus the engine's current time; call Run to start it.
@@ -259,19 +361,26 @@ func NewPacer(eng *Engine, cfg PacerConfig) (*Pacer, error) {
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
 	}
-	if cfg.LagThreshold < 0 || cfg.Interval < 0 || cfg.Spin < 0 {
-		return nil, fmt.Errorf("des: pacer lag threshold, interval and spin must not be negative")
+	if cfg.LagThreshold < 0 || cfg.Interval < 0 || cfg.Spin < 0 || cfg.DilateAfter < 0 || cfg.BusyPoll < 0 {
+		return nil, fmt.Errorf("des: pacer lag threshold, interval, spin, busy poll and dilate-after must not be negative")
+	}
+	if cfg.DilateStep == 0 {
+		cfg.DilateStep = 1.5
+	}
+	if !(cfg.DilateStep > 1) {
+		return nil, fmt.Errorf("des: pacer dilate step %g: want a factor above 1", cfg.DilateStep)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = WallClock{}
 	}
 	p := &Pacer{eng: eng, clock: cfg.Clock, dilation: cfg.Dilation, cfg: cfg,
 		in: make(chan Input, cfg.InputQueue), calls: make(chan func()), kick: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), byCause: map[string]uint64{}}
+	p.inputH = &inputHandler{p}
 	now := p.clock.Now()
 	p.start = now.Add(-p.wallOf(eng.Now()))
 	p.ivStart = now
-	p.lastSnap.Store(&PacerStats{LagThreshold: cfg.LagThreshold})
+	p.lastSnap.Store(&PacerStats{LagThreshold: cfg.LagThreshold, Dilation: cfg.Dilation})
 	return p, nil
 }
 
@@ -280,7 +389,8 @@ func (p *Pacer) wallOf(t Time) time.Duration {
 	return time.Duration(float64(t) / float64(Nanosecond) * p.dilation)
 }
 
-// SimTime maps a wall instant to simulated time.
+// SimTime maps a wall instant to simulated time. With DilateAfter the
+// mapping changes as the loop runs: call it on the loop only.
 func (p *Pacer) SimTime(wall time.Time) Time {
 	d := wall.Sub(p.start)
 	if d < 0 {
@@ -289,7 +399,8 @@ func (p *Pacer) SimTime(wall time.Time) Time {
 	return Time(float64(d) / p.dilation * float64(Nanosecond))
 }
 
-// WallTime maps simulated time to the wall instant it is due.
+// WallTime maps simulated time to the wall instant it is due (on the
+// loop only, as SimTime).
 func (p *Pacer) WallTime(t Time) time.Time { return p.start.Add(p.wallOf(t)) }
 
 // Submit queues an input, blocking while the queue is full, or, with
@@ -469,6 +580,12 @@ func (p *Pacer) Run() error {
 		return errors.New("des: pacer already running")
 	}
 	defer close(p.done)
+	if p.cfg.BusyPoll > 0 {
+		// One thread polls: the model's state stays in its caches and a
+		// parked loop wakes on its own thread.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	if _, real := p.clock.(WallClock); real && p.cfg.PreciseTimer {
 		if p.hr = newHRTimer(); p.hr != nil {
 			defer p.hr.close()
@@ -494,6 +611,16 @@ func (p *Pacer) Run() error {
 			}
 			if wait <= p.cfg.Spin {
 				p.spin(p.WallTime(next))
+				continue
+			}
+		}
+		if p.cfg.BusyPoll > 0 {
+			if until := p.active.Add(p.cfg.BusyPoll); now.Before(until) {
+				if next != Never && p.WallTime(next).Before(until) {
+					until = p.WallTime(next)
+				}
+				p.busyPolls++
+				p.spin(until)
 				continue
 			}
 		}
@@ -532,6 +659,7 @@ func (p *Pacer) sleep(until time.Time, wait time.Duration) {
 	// a few events old: the time those events took is the loop's own lag.
 	p.asked = p.clock.Now().Add(wait)
 	p.sleeping, p.sleepUntil = true, until
+	p.slept = p.clock.Now()
 	in := p.in
 	if p.cfg.DirectInput {
 		in = nil // see kickLoop
@@ -631,7 +759,12 @@ func (p *Pacer) spin(due time.Time) {
 func (p *Pacer) admit(in Input) {
 	at := max(p.SimTime(in.At), p.eng.Now())
 	p.inputs++
-	ip := new(Input)
+	var ip *Input
+	if n := len(p.freeInputs); n > 0 {
+		ip, p.freeInputs = p.freeInputs[n-1], p.freeInputs[:n-1]
+	} else {
+		ip = new(Input)
+	}
 	*ip = in
 	p.eng.Schedule(at, p.inputH, 0, 0, ip)
 }
@@ -646,6 +779,12 @@ func (p *Pacer) poll() time.Time {
 	if p.timerWoke {
 		p.woke, p.timerWoke = now, false
 	}
+	inputs0, fired0 := p.inputs, p.eng.Fired()
+	defer func() {
+		if p.inputs != inputs0 || p.eng.Fired() != fired0 {
+			p.active = now
+		}
+	}()
 	for {
 		// Admit what is queued (bounded, so events cannot starve).
 		for i := 0; i < 256; i++ {
@@ -665,7 +804,7 @@ func (p *Pacer) poll() time.Time {
 		// Per event, wall times as offsets from start (integers, not
 		// time.Time arithmetic: this runs for every event).
 		nowOff := now.Sub(p.start)
-		wokeOff, askedOff := p.woke.Sub(p.start), p.asked.Sub(p.start)
+		wokeOff, askedOff, sleptOff := p.woke.Sub(p.start), p.asked.Sub(p.start), p.slept.Sub(p.start)
 		for fired < 4096 {
 			at := p.eng.NextAt()
 			if at > target {
@@ -678,21 +817,35 @@ func (p *Pacer) poll() time.Time {
 			ex := excessLagOff(dueOff, lag, wokeOff, askedOff)
 			p.excess.Add(int64(ex))
 			if ex > p.ivMax {
-				p.ivMax = ex
+				// Due before the loop went to sleep (it slept on a stale
+				// look) or after it woke: it came due while the loop ran.
+				p.ivMax, p.ivBusy = ex, dueOff < sleptOff || dueOff >= wokeOff
 			}
 			fired++
 			if fired%clockEvery == 0 {
 				now = p.clock.Now()
+				// Within a batch too: a model far behind must not run a
+				// whole batch late before it is slowed down.
+				if p.checkDilate(now) {
+					wokeOff, askedOff, sleptOff = p.woke.Sub(p.start), p.asked.Sub(p.start), p.slept.Sub(p.start)
+				}
 				target = p.SimTime(now)
 				nowOff = now.Sub(p.start)
 			}
 		}
+		// The backlog is measured on a fresh look: the batch's last clock
+		// read may be up to clockEvery events old.
+		now = p.clock.Now()
 		p.closeIntervals(now)
-		if next := p.eng.NextAt(); next != Never && next <= target {
-			p.behind.Store(int64(p.excessLag(p.WallTime(next), now.Sub(p.WallTime(next)))))
-		} else {
-			p.behind.Store(0)
+		var behind time.Duration
+		if next := p.eng.NextAt(); next != Never && p.WallTime(next).Before(now) {
+			behind = p.excessLag(p.WallTime(next), now.Sub(p.WallTime(next)))
 		}
+		p.ivBehind = max(p.ivBehind, behind)
+		if p.checkDilate(now) {
+			behind = 0
+		}
+		p.behind.Store(int64(behind))
 		if fired < 4096 && len(p.in) == 0 {
 			return now
 		}
@@ -708,6 +861,99 @@ func (p *Pacer) poll() time.Time {
 	}
 }
 
+// maxDilation is the largest dilation (as NewPacer accepts).
+const maxDilation = 1e6
+
+// checkDilate follows the model's backlog (trackBacklog) and raises the
+// dilation (DilateAfter) while it grows. Loop only; true if it raised.
+func (p *Pacer) checkDilate(now time.Time) bool {
+	if !p.trackBacklog(now) || p.cfg.DilateAfter <= 0 || p.dilation >= maxDilation {
+		return false
+	}
+	p.raiseDilation(now)
+	p.overAt, p.overGrew = time.Time{}, 0
+	return true
+}
+
+// trackBacklog reports whether the model is falling behind: its oldest
+// due event more than a window late (excess lag) and later still (raw
+// lag) at each of two looks that follow at least a window apart, with
+// the loop's thread on a CPU at least half of each window; the window is
+// DilateAfter, or half the lag threshold. A loop that was only held up
+// (its thread preempted, a pause of the runtime) is late too, but it
+// catches up, or it was not run: neither is the model's backlog. Loop
+// only.
+func (p *Pacer) trackBacklog(now time.Time) bool {
+	win := p.cfg.DilateAfter
+	if win <= 0 {
+		win = p.cfg.LagThreshold / 2
+	}
+	// The excess lag says whether the loop is behind; the raw lag whether
+	// the backlog grows. After an oversleep the excess lag of the events
+	// due while the loop slept grows with the time the loop has been awake
+	// (all of it is the loop's), but a model that catches up runs them
+	// faster than the wall clock: their raw lag shrinks.
+	var behind, raw time.Duration
+	if next := p.eng.NextAt(); next != Never {
+		if due := p.WallTime(next); now.After(due) {
+			raw = now.Sub(due)
+			behind = p.excessLag(due, raw)
+		}
+	}
+	switch {
+	case behind <= win:
+		p.overAt, p.overGrew = time.Time{}, 0
+		return false
+	case p.overAt.IsZero():
+		p.overAt, p.overBehind = now, raw
+		p.overTid, p.overCPU = p.loopCPU()
+		return false
+	case now.Sub(p.overAt) < win:
+		return false
+	}
+	tid, cpu := p.loopCPU()
+	// Had the loop's thread the CPU for at least half the window? One
+	// that was not run (other processes held the CPUs) falls behind
+	// without being too slow: that is not counted as the model's backlog.
+	// (Fake clocks and other systems: always.)
+	ran := tid == 0 || tid != p.overTid || 2*(cpu-p.overCPU) >= now.Sub(p.overAt)
+	if raw > p.overBehind && ran {
+		p.overGrew++
+	} else {
+		p.overGrew = 0 // catching up, or not run
+	}
+	p.overAt, p.overBehind, p.overTid, p.overCPU = now, raw, tid, cpu
+	if p.overGrew < 2 {
+		return false
+	}
+	p.ivGrew = true
+	return true
+}
+
+// loopCPU returns the loop's OS thread and its CPU time, or 0 when the
+// clock is not the real one (a fake clock's time has nothing to do with
+// CPU time) or the system cannot say.
+func (p *Pacer) loopCPU() (tid int, cpu time.Duration) {
+	if _, real := p.clock.(WallClock); !real {
+		return 0, 0
+	}
+	tid, cpu, ok := threadCPU()
+	if !ok {
+		return 0, 0
+	}
+	return tid, cpu
+}
+
+// raiseDilation multiplies the dilation by DilateStep and maps now to the
+// engine's simulated time: what was due and not yet run is due from now
+// on, at the slower pace (loop only).
+func (p *Pacer) raiseDilation(now time.Time) {
+	p.dilation = min(p.dilation*p.cfg.DilateStep, maxDilation)
+	p.start = now.Add(-p.wallOf(p.eng.Now()))
+	p.raises++
+	p.ivRaised = true
+}
+
 // closeIntervals finishes the validity intervals that ended before now and
 // refreshes the snapshot a few times per interval.
 func (p *Pacer) closeIntervals(now time.Time) {
@@ -716,12 +962,25 @@ func (p *Pacer) closeIntervals(now time.Time) {
 		p.intervals++
 		if p.ivMax > p.cfg.LagThreshold {
 			p.invalid++
-			p.recent = append(p.recent, IntervalReport{Start: p.ivStart, End: end, MaxLag: p.ivMax})
+			r := IntervalReport{Start: p.ivStart, End: end, MaxLag: p.ivMax, Behind: p.ivBehind, Cause: CauseLate}
+			switch {
+			case p.ivRaised:
+				r.Cause = CauseDilated
+			case p.ivGrew:
+				r.Cause = CauseBehind
+			case p.ivBusy:
+				r.Cause = CausePreempted
+			}
+			if p.cfg.Classify != nil {
+				r.Cause = p.cfg.Classify(r)
+			}
+			p.byCause[r.Cause]++
+			p.recent = append(p.recent, r)
 			if len(p.recent) > maxRecentInvalid {
 				p.recent = p.recent[1:]
 			}
 		}
-		p.ivStart, p.ivMax = end, 0
+		p.ivStart, p.ivMax, p.ivBehind, p.ivRaised, p.ivBusy, p.ivGrew = end, 0, 0, false, false, false
 		if now.Sub(p.ivStart) > 4*p.cfg.Interval {
 			// Long idle stretch: skip the empty intervals in one go, they
 			// were valid (nothing ran late).
@@ -740,7 +999,12 @@ func (p *Pacer) snapshot(now time.Time) {
 	s := &PacerStats{SimNow: p.eng.Now(), WallSim: p.SimTime(now), Lag: p.lag.Summarize(1),
 		WakeLag: p.wake.Summarize(1), ExcessLag: p.excess.Summarize(1), Behind: p.Behind(),
 		Events: p.eng.Fired(), Inputs: p.inputs, Intervals: p.intervals, Invalid: p.invalid, ValidFraction: 1,
-		Recent: append([]IntervalReport(nil), p.recent...), LagThreshold: p.cfg.LagThreshold}
+		Recent: append([]IntervalReport(nil), p.recent...), LagThreshold: p.cfg.LagThreshold,
+		Dilation: p.dilation, DilationRaises: p.raises, BusyPolls: p.busyPolls, InvalidByCause: maps.Clone(p.byCause),
+		LagBuckets: p.lag.Buckets(LagBounds), WakeLagBuckets: p.wake.Buckets(LagBounds), ExcessLagBuckets: p.excess.Buckets(LagBounds)}
+	if len(s.InvalidByCause) == 0 {
+		s.InvalidByCause = nil
+	}
 	if p.intervals > 0 {
 		s.ValidFraction = 1 - float64(p.invalid)/float64(p.intervals)
 	}
@@ -754,6 +1018,7 @@ func (p *Pacer) Stats() PacerStats {
 	s := *p.lastSnap.Load()
 	s.InputsRefused = p.refused.Load()
 	s.DirectRuns = p.directRuns.Load()
+	s.Queued = len(p.in)
 	return s
 }
 
@@ -772,3 +1037,8 @@ func (p *Pacer) Behind() time.Duration { return time.Duration(p.behind.Load()) }
 
 // LagHist returns the lag histogram (nanoseconds). Loop goroutine only.
 func (p *Pacer) LagHist() *hist.Hist { return &p.lag }
+
+// Queued returns how many inputs wait in the queue (safe from any
+// goroutine): a reader that wants the model to stay close to real time
+// hands it no more than a few frames ahead.
+func (p *Pacer) Queued() int { return len(p.in) }

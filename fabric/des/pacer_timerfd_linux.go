@@ -65,3 +65,14 @@ func (t *hrTimer) disarm() {
 }
 
 func (t *hrTimer) close() { _ = t.f.Close() }
+
+// threadCPU returns the calling OS thread's id and the CPU time it has
+// used, to tell a loop that had the CPU and still fell behind from one
+// that was not run (Pacer.trackBacklog).
+func threadCPU() (tid int, cpu time.Duration, ok bool) {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0, 0, false
+	}
+	return unix.Gettid(), time.Duration(ts.Nano()), true
+}

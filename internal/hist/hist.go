@@ -147,3 +147,39 @@ func (s Summary) String() string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 	return f(s.Mean) + " / " + f(s.P50) + " / " + f(s.P99) + " / " + f(s.Max)
 }
+
+// CumulativeLE returns, for each bound (ascending, in the samples' unit),
+// how many samples are at most that bound: the cumulative counts of a
+// Prometheus histogram. A bucket of this histogram counts towards a bound
+// when its smallest value is at most the bound, so a count is exact to
+// the bucket width (under 1/128 of the bound, or exact below 128).
+func (h *Hist) CumulativeLE(bounds []float64) []uint64 {
+	out := make([]uint64, len(bounds))
+	var seen uint64
+	b, i := 0, 0
+	for ; i < len(bounds); i++ {
+		for b < len(h.counts) && float64(lower(b)) <= bounds[i] {
+			seen += h.counts[b]
+			b++
+		}
+		out[i] = seen
+	}
+	return out
+}
+
+// Sum returns the exact sum of the samples.
+func (h *Hist) Sum() float64 { return h.sum }
+
+// Buckets is a histogram in Prometheus' shape: cumulative counts of the
+// samples at most each bound (CumulativeLE), with the count and sum.
+type Buckets struct {
+	LE     []float64
+	Counts []uint64
+	Count  uint64
+	Sum    float64
+}
+
+// Buckets returns h's counts at the bounds le (ascending, samples' unit).
+func (h *Hist) Buckets(le []float64) Buckets {
+	return Buckets{LE: le, Counts: h.CumulativeLE(le), Count: h.n, Sum: h.sum}
+}

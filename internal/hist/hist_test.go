@@ -73,3 +73,25 @@ func BenchmarkAdd(b *testing.B) {
 		h.Add(int64(i&0xfffff) * 997)
 	}
 }
+
+// CumulativeLE counts the samples at most each bound, exactly below 128
+// and within a bucket's width above, and never decreases.
+func TestCumulativeLE(t *testing.T) {
+	var h Hist
+	for _, v := range []int64{0, 5, 5, 100, 127, 1000, 5000, 1 << 20} {
+		h.Add(v)
+	}
+	got := h.CumulativeLE([]float64{0, 4, 5, 127, 999, 1000, 4991, 1e9})
+	want := []uint64{1, 1, 3, 5, 5, 6, 6, 8}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("CumulativeLE = %v, want %v", got, want)
+		}
+	}
+	if h.Sum() != 0+5+5+100+127+1000+5000+1<<20 {
+		t.Errorf("Sum %g", h.Sum())
+	}
+	if c := (&Hist{}).CumulativeLE([]float64{1, 2}); c[0] != 0 || c[1] != 0 {
+		t.Errorf("empty: %v", c)
+	}
+}
