@@ -61,6 +61,9 @@ var goldenRuns = []struct {
 	// adaptive bubble router with restrictive injection 4-All (paper 002 §5.1)
 	{"sim-torus8x8-bubble-1lane", []string{"sim", "--preset", "torus8x8-dor", "--set", "routing.escape=bubble", "--load", "1.0", "--duration", "40us", "--warmup", "20us"}},
 	{"sim-torus16x16-bubble-4all", []string{"sim", "--preset", "paper002-torus16x16-bubble", "--injection", "bubble:4-all", "--load", "1.0", "--duration", "15us", "--warmup", "5us"}},
+	// the adaptive bubble router of paper 002 in phits: same-ring
+	// selection, random arbitration (seeded), past saturation
+	{"sim-torus16x16-abr", []string{"sim", "--preset", "paper002-torus16x16", "--load", "1.0", "--duration", "15us", "--warmup", "5us"}},
 	// MIN with paper 000's queue schemes (1q, 4q, voqsw, voqnet), corner case 2 scaled to 8-9.7 us
 	{"sim-min64-1q-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=1q", "--duration", "15us", "--warmup", "2us"}},
 	{"sim-min64-4q-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=4q", "--duration", "15us", "--warmup", "2us"}},
