@@ -12,6 +12,11 @@
 // the escape candidate, so packets of one source-destination pair follow
 // one path and arrive in order.
 //
+// Selection (Select) takes the adaptive candidate with the most room; with
+// the same-ring selection of paper 002 §3 the router first ranks adaptive
+// outputs in the dimension the packet arrives on above those of another
+// profitable dimension (Candidate.Pref).
+//
 // Escape functions: up*/down* (any topology; spanning tree by BFS from a
 // root), dimension order with dateline virtual lanes (tori and meshes),
 // dimension order with bubble flow control on tori (one escape lane, no
