@@ -78,6 +78,15 @@ var metrics = map[string]metric{
 		}
 		return 0
 	}},
+	// accepted_phits is the same figure in paper 002's unit: a link
+	// carries one phit per cycle, so a fraction of the host link is
+	// phits/node/cycle whatever the phit's size.
+	"accepted_phits": {"phits/node/cycle", func(v view) float64 {
+		if v.sim != nil {
+			return v.sim.AcceptedLoad
+		}
+		return 0
+	}},
 	"esc_occupancy": {"packets", func(v view) float64 {
 		return laneFigure(v, func(l *fabric.LaneReport) float64 { return l.EscapeOccupancy })
 	}},
@@ -160,11 +169,12 @@ var columns = map[string]column{
 	"reordered": {"Reordered", "ratio", func(_ *Result, v view) string {
 		return report.FormatFloat(v.delivery().ReorderedRatio, 3)
 	}},
-	"accepted_load": metricColumn("Accepted load", "accepted_load"),
-	"esc_occupancy": metricColumn("Escape queue", "esc_occupancy"),
-	"ad_occupancy":  metricColumn("Adaptive queue", "ad_occupancy"),
-	"esc_util":      metricColumn("Escape util.", "esc_util"),
-	"ad_util":       metricColumn("Adaptive util.", "ad_util"),
+	"accepted_load":  metricColumn("Accepted load", "accepted_load"),
+	"accepted_phits": metricColumn("Accepted", "accepted_phits"),
+	"esc_occupancy":  metricColumn("Escape queue", "esc_occupancy"),
+	"ad_occupancy":   metricColumn("Adaptive queue", "ad_occupancy"),
+	"esc_util":       metricColumn("Escape util.", "esc_util"),
+	"ad_util":        metricColumn("Adaptive util.", "ad_util"),
 }
 
 // metricColumn shows a metric with four significant digits.

@@ -64,6 +64,9 @@ func allocTable() []AllocInfo {
 				}
 				return nil
 			}},
+		{Name: "random", Syntax: "random", Source: "paper 002 §3 (the adaptive bubble router's arbitration)",
+			Description: "random arbitration: every allocation visits the inputs holding heads in a random order and the queues of each input in a random order; the first head an output can take wins it at once (from a stream per switch seeded by run.seed)",
+			new:         newRandom, Random: true},
 		{Name: "hrr", Syntax: "hrr", Source: "paper 003 §2.2.4, §2.10, Fig. 2.4", new: newHRR,
 			Description: "packet-based hierarchical round robin: at every input a round-robin arbiter per read port picks the first queue head whose selected output can take it and requests that output; every output grants one requester with a two-level round-robin arbiter (8:1 sub-arbiters, then a round robin over the groups); no iterations"},
 	}

@@ -29,7 +29,9 @@ func TestParseAllocator(t *testing.T) {
 		{"pim(3)", "pim", 3, ""},
 		{"pim(0)", "", 0, "want 1 to 16"},
 		{"pim(2", "", 0, "want pim[(N)]"},
-		{"wavefront", "", 0, `unknown allocator "wavefront"; known: rr; islip[(N)]; pim[(N)]; hrr`},
+		{"random", "random", 0, ""},
+		{"random(2)", "", 0, "takes no parameter"},
+		{"wavefront", "", 0, `unknown allocator "wavefront"; known: rr; islip[(N)]; pim[(N)]; random; hrr`},
 		{"", "", 0, "unknown allocator"},
 	} {
 		s, err := parseAllocator(tc.spec)

@@ -23,7 +23,7 @@ type Config struct {
 	CreditBlock     units.Bytes   `yaml:"credit_block" json:"credit_block" unit:"bytes" doc:"flow-control credit granularity (InfiniBand: 64 bytes)" paper:"004 §4.1"`
 	CreditPacket    units.Bytes   `yaml:"credit_packet" json:"credit_packet" unit:"bytes" doc:"wire size of a flow-control (credit) packet; it shares the link with data"`
 	Switch          string        `yaml:"switch" json:"switch" doc:"switch architecture: cioq (paper 004 §4.1), iq (the crossbar feeds the link), the queue schemes of paper 000 §4.3 (1q, 4q, voqsw, voqnet), recn (paper 000 §3) or recn-iq (paper 003 ch. 3), both deterministic routing only; the list with descriptions ends fabemu config explain"`
-	Allocator       string        `yaml:"allocator" json:"allocator" doc:"crossbar allocator: rr (inputs and their lanes in round-robin order, first fit), islip(N) (N request-grant-accept iterations, McKeown's iSLIP), pim(N) (N iterations of parallel iterative matching, random grant and accept) or hrr (hierarchical round robin, paper 003 §2.2.4)"`
+	Allocator       string        `yaml:"allocator" json:"allocator" doc:"crossbar allocator: rr (inputs and their lanes in round-robin order, first fit), islip(N) (N request-grant-accept iterations, McKeown's iSLIP), pim(N) (N iterations of parallel iterative matching, random grant and accept), random (inputs and their lanes in a random order, first fit, paper 002 §3) or hrr (hierarchical round robin, paper 003 §2.2.4)"`
 	CrossbarSpeedup float64       `yaml:"crossbar_speedup" json:"crossbar_speedup" doc:"crossbar bandwidth per port as a multiple of the link's data rate"`
 	DeadlockTimeout des.Time      `yaml:"deadlock_timeout" json:"deadlock_timeout" unit:"time" doc:"stop with a report when no packet has moved for this long while packets are in the fabric"`
 	// RECN holds the parameters of the recn switch (arch_recn.go); other
@@ -42,7 +42,7 @@ type Config struct {
 	// injection port's input buffer is one FIFO (nic.injection_queues.one_lane).
 	InjectionOneLane bool `yaml:"-" json:"-"`
 	// Seed is the run's seed (run.seed), from which randomised
-	// allocators (pim) derive a stream per switch. The session sets it.
+	// allocators (pim, random) derive a stream per switch. The session sets it.
 	Seed uint64 `yaml:"-" json:"-"`
 }
 

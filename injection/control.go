@@ -211,6 +211,20 @@ type Gate interface {
 	Open() int
 }
 
+// PortGate is a Gate whose injection channels are real injection ports
+// of the router (paper 001 §4.1: "Each node has four injection/ejection
+// channels"; nic.injection_queues with mode physical): with k of them
+// open, ports 0..k-1 may start packets and the others wait, instead of
+// one link paced at k/N of its rate.
+type PortGate interface {
+	Gate
+	// UsePorts tells the gate that its NIC has n injection ports, as many
+	// as its channels.
+	UsePorts(n int)
+	// AdmitPort is Admit for a packet at the head of injection port q.
+	AdmitPort(q, dst, size int, v View) (ok bool, retry int64)
+}
+
 // View is what a NIC and its switch could know, read-only (fabric
 // measures it; nic passes it on). Channels are the local switch's ports.
 type View interface {

@@ -300,3 +300,59 @@ func FuzzParseControlKind(f *testing.F) {
 		}
 	})
 }
+
+// TestTransTPorts: with the channels as the NIC's four injection ports
+// (PortGate), soft congestion closes ports 2 and 3 for u3 while ports 0
+// and 1 start packets back to back at the link's full rate (no pacing);
+// serious congestion closes all four for u3, then port 0 alone opens for
+// u4; with no congestion the ports reopen one per look, each u4 apart.
+func TestTransTPorts(t *testing.T) {
+	g, _ := transTGate(t)
+	pg, ok := g.(PortGate)
+	if !ok {
+		t.Fatal("Trans-t's gate is not a PortGate")
+	}
+	pg.UsePorts(4)
+	v := &fakeView{useful: []int{1, 2}, marked: map[int]int64{1: 0}}
+	v.now = 7 * cyc
+	for q, want := range []bool{true, true, false, false} {
+		ok, retry := pg.AdmitPort(q, 7, 256, v)
+		if ok != want {
+			t.Fatalf("soft congestion, port %d: admitted %v, want %v", q, ok, want)
+		}
+		if !ok && retry != 7*cyc+16*cyc {
+			t.Errorf("port %d: retry %d, want the end of u3 %d", q, retry, 7*cyc+16*cyc)
+		}
+	}
+	pg.Injected(256, v.now, v)
+	if ok, _ := pg.AdmitPort(0, 7, 256, v); !ok {
+		t.Error("port 0 paced after a packet started: ports are not rate-limited")
+	}
+	// Serious congestion after u3: every port closed for u3.
+	v.now = 7*cyc + 16*cyc
+	v.marked = map[int]int64{1: v.now, 2: v.now}
+	for q := range 4 {
+		if ok, _ := pg.AdmitPort(q, 7, 256, v); ok {
+			t.Fatalf("serious congestion: port %d admitted", q)
+		}
+	}
+	// After u3 port 0 opens for u4 (starvation guarantee), the others not.
+	v.now += 16 * cyc
+	for q, want := range []bool{true, false, false, false} {
+		if ok, _ := pg.AdmitPort(q, 7, 256, v); ok != want {
+			t.Fatalf("starvation interval, port %d: admitted %v, want %v", q, ok, want)
+		}
+	}
+	// Congestion gone: one more port per look, u4 apart.
+	v.marked = nil
+	for open := 2; open <= 4; open++ {
+		v.now += 8 * cyc
+		pg.AdmitPort(0, 7, 256, v)
+		if g.Open() != open {
+			t.Fatalf("reopening: %d ports open, want %d", g.Open(), open)
+		}
+		if ok, _ := pg.AdmitPort(open-1, 7, 256, v); !ok {
+			t.Fatalf("port %d refused once %d are open", open-1, open)
+		}
+	}
+}

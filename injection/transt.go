@@ -22,7 +22,10 @@ package injection
 // With k of the N injection channels open the NIC injects at k/N of its
 // link's rate (closing channels "is equivalent to reduce the bandwidth
 // associated to message injection", §3 footnote 2): after a packet of
-// serialization time s starts, the next may start s*N/k later.
+// serialization time s starts, the next may start s*N/k later. When the
+// channels are real injection ports of the router (PortGate: a NIC with N
+// physical injection queues), the gate opens and closes the ports instead:
+// ports 0..k-1 may start packets, each at its link's full rate.
 
 type transTControl struct {
 	cfg ControlConfig
@@ -55,6 +58,7 @@ type transT struct {
 	until  int64 // the current phase holds until then
 	nextAt int64 // earliest start of the next packet (rate of the open channels)
 	useful []int
+	ports  bool // the channels are injection ports (UsePorts)
 }
 
 func (s *transT) Open() int { return s.open }
@@ -122,8 +126,26 @@ func (s *transT) Admit(dst, _ int, v View) (bool, int64) {
 	return true, 0
 }
 
+// UsePorts makes the channels the NIC's n injection ports (n is
+// cfg.Channels: the NIC checks it).
+func (s *transT) UsePorts(int) { s.ports = true }
+
+// AdmitPort admits a packet on port q while q is one of the open ports.
+// A port is closed only while a phase holds (until is ahead: soft,
+// closed, starved, or reopening one port per u4), so retry is then.
+func (s *transT) AdmitPort(q, dst, _ int, v View) (bool, int64) {
+	now := v.Now()
+	if now >= s.until {
+		s.look(dst, now, v)
+	}
+	if q < s.open {
+		return true, 0
+	}
+	return false, max(s.until, now+1)
+}
+
 func (s *transT) Injected(size int, at int64, v View) {
-	if s.open >= s.cfg.Channels {
+	if s.ports || s.open >= s.cfg.Channels {
 		s.nextAt = 0
 		return
 	}

@@ -103,6 +103,52 @@ func bubbleRouter(c SimConfig) SimConfig {
 	return c
 }
 
+// Phit is the phit of the adaptive bubble router presets: one credit, and
+// what a link carries per cycle (paper 002 §3: "A phit is the number of
+// bits that are conveyed in parallel through a physical link"), so an
+// accepted load as a fraction of the host link is the paper's
+// phits/node/cycle.
+const Phit = 16
+
+// adaptiveBubbleRouter sets the adaptive bubble router of paper 002 §3 in
+// the paper's units. Routing: fully adaptive on two adaptive lanes over a
+// dimension-order escape lane under bubble flow control ("three input
+// buffers, corresponding to one escape virtual channel and two fully
+// adaptive VCs"), the selection preferring "adaptive VCs in the same ring;
+// if none is available ... an adaptive VC in another profitable
+// dimension. The escape network is used as the last resource"
+// (route.SameRing). Arbitration: "a random arbitration policy" among the
+// inputs, injection included (fabric.allocator random). Sizes in phits of
+// 16 bytes, one credit each: "Packets are of fixed size: 16 phits" (no
+// header bytes on top), "The queue capacity of each input port is 8
+// packets, or 128 phits" per lane (virtual cut-through needs 16 free
+// phits, the bubble 32), and "Injection channels at the interface side
+// have an additional buffer of 128 phits": an injection queue of 8
+// packets entering the switch on one lane (one FIFO, as the paper's
+// injection port). Input-queued switches (iq: the crossbar feeds the link,
+// Figure 2). The link keeps the IBA rate (a 16-byte phit is then 64 ns);
+// flow control costs 1 byte per credit return on the reverse link, the
+// least the model allows (the paper's router signals it beside the data).
+func adaptiveBubbleRouter(c SimConfig) SimConfig {
+	c.Routing.Mode = route.Adaptive
+	c.Routing.AdaptiveVLs = 2
+	c.Routing.Escape = "bubble"
+	c.Routing.Selection = route.SameRing
+	c.Fabric.Switch = "iq"
+	c.Fabric.Allocator = "random"
+	c.Fabric.CreditBlock = Phit
+	c.Fabric.CreditPacket = 1
+	c.Fabric.EscapeVLBuffer = 128 * Phit
+	c.Fabric.InputBuffer = 3 * 128 * Phit
+	c.Fabric.OutputBuffer = 0
+	c.NIC.HeaderBytes = 0
+	c.NIC.MTU = 16 * Phit
+	c.NIC.InjectionQueues.Capacity = 8
+	c.NIC.InjectionQueues.OneLane = true
+	c.Traffic.Sizes = fmt.Sprint(16 * Phit)
+	return c
+}
+
 // Presets returns every preset, sorted by name.
 func Presets() []Preset {
 	ps := []Preset{
@@ -155,7 +201,13 @@ func Presets() []Preset {
 				c.Traffic.Process = "exponential"
 				c.Run.Duration, c.Run.Warmup = 100*des.Microsecond, 20*des.Microsecond
 			})},
-		{"paper002-torus16x16", "16x16 torus, fully adaptive (two adaptive lanes) with a dimension-order escape, buffers of 8 packets per lane",
+		{"paper002-torus16x16", "16x16 torus, the adaptive bubble router of paper 002: 1 escape lane (dimension order, bubble flow control) and 2 adaptive lanes, adaptive lanes of the same ring first, random arbitration, 16-phit packets, 128-phit queues per lane, 8-packet injection queue",
+			"paper 002 §3, §4.2",
+			adaptiveBubbleRouter(with(base(), func(c *SimConfig) { c.Topology = torus([]int{16, 16}, 1) }))},
+		{"paper002-torus32x32", "32x32 torus, the adaptive bubble router of paper 002: 1 escape lane (dimension order, bubble flow control) and 2 adaptive lanes, adaptive lanes of the same ring first, random arbitration, 16-phit packets, 128-phit queues per lane, 8-packet injection queue",
+			"paper 002 §3, §4.3",
+			adaptiveBubbleRouter(with(base(), func(c *SimConfig) { c.Topology = torus([]int{32, 32}, 1) }))},
+		{"paper002-torus16x16-dateline", "16x16 torus, fully adaptive (two adaptive lanes) with a dimension-order escape on dateline lanes, cioq switches, round robin, IBA links and 256-byte packets, buffers of 8 packets per lane (the first approximation of paper 002's router)",
 			"paper 002 §4",
 			with(base(), func(c *SimConfig) {
 				c.Topology = torus([]int{16, 16}, 1)
@@ -165,7 +217,7 @@ func Presets() []Preset {
 				c.Fabric.InputBuffer = 4 * 2304
 				c.Fabric.OutputBuffer = 4 * 2304
 			})},
-		{"paper002-torus32x32", "32x32 torus, fully adaptive (two adaptive lanes) with a dimension-order escape, buffers of 8 packets per lane",
+		{"paper002-torus32x32-dateline", "32x32 torus, fully adaptive (two adaptive lanes) with a dimension-order escape on dateline lanes, cioq switches, round robin, IBA links and 256-byte packets, buffers of 8 packets per lane (the first approximation of paper 002's router)",
 			"paper 002 §4",
 			with(base(), func(c *SimConfig) {
 				c.Topology = torus([]int{32, 32}, 1)
@@ -190,10 +242,10 @@ func Presets() []Preset {
 		{"ib-hdr-pair", "two hosts on two switches joined by one link, InfiniBand HDR 4x links (200 Gb/s of data, 64b/66b), 4096-byte MTU, 256 KB buffers: today's hardware for live TAP traffic",
 			"InfiniBand HDR 4x (IBTA Vol. 2 rel. 1.4); fabemu daemon (docs/daemon.md)",
 			ibLive(with(base(), func(c *SimConfig) { c.Topology = meshNet([]int{2}, 1) }), 206_250_000_000)},
-		{"paper002-torus16x16-bubble", "16x16 torus, the adaptive bubble router: input-queued switches, one escape lane with bubble flow control (no dateline) and two adaptive lanes, 8 packet slots per lane",
+		{"paper002-torus16x16-bubble", "16x16 torus, a byte-sized approximation of the adaptive bubble router: input-queued switches, one escape lane with bubble flow control (no dateline) and two adaptive lanes, 8 packet slots of 320 bytes per lane, round robin, IBA links and headers (paper002-torus16x16 is the paper's router)",
 			"paper 002 §3, §4.2",
 			bubbleRouter(with(base(), func(c *SimConfig) { c.Topology = torus([]int{16, 16}, 1) }))},
-		{"paper002-torus32x32-bubble", "32x32 torus, the adaptive bubble router: input-queued switches, one escape lane with bubble flow control (no dateline) and two adaptive lanes, 8 packet slots per lane",
+		{"paper002-torus32x32-bubble", "32x32 torus, a byte-sized approximation of the adaptive bubble router: input-queued switches, one escape lane with bubble flow control (no dateline) and two adaptive lanes, 8 packet slots of 320 bytes per lane, round robin, IBA links and headers (paper002-torus32x32 is the paper's router)",
 			"paper 002 §3, §4.3",
 			bubbleRouter(with(base(), func(c *SimConfig) { c.Topology = torus([]int{32, 32}, 1) }))},
 		{"tap-pair-10g", "two switches joined by one link, 2 hosts each, 10 Gb/s links, 4096-byte MTU, 64 KB buffers: a fast fabric for live TAP traffic (one path)",

@@ -25,6 +25,9 @@ type gateState struct {
 	wakeAt []des.Time
 	// Refusals counts the times a gate held a packet back.
 	refusals uint64
+	// ports: the gates open and close the NICs' physical injection ports
+	// (injection.PortGate) rather than pace one link.
+	ports []injection.PortGate
 }
 
 // gateView is injection.View for one NIC: what fabric measures locally,
@@ -90,6 +93,12 @@ func CheckControl(c Config, f *fabric.Fabric) error {
 		if err := f.RestrictInjection(se.InjectionBubble()); err != nil {
 			return fmt.Errorf("nic.injection_control.policy %s: %w", ctl.Kind(), err)
 		}
+		return nil
+	}
+	if q := c.InjectionQueues; q.Count > 1 && q.Mode == injection.Physical {
+		if _, ok := ctl.Gate(0).(injection.PortGate); ok {
+			return checkPorts(cfg, q)
+		}
 	}
 	return nil
 }
@@ -117,6 +126,18 @@ func (nw *Network) attachControl(f *fabric.Fabric) error {
 		g.views[h] = gateView{nw: nw, h: h}
 		g.wakeAt[h] = -1
 	}
+	if q := nw.cfg.InjectionQueues; q.Count > 1 && q.Mode == injection.Physical {
+		if _, ok := g.gates[0].(injection.PortGate); ok {
+			if err := checkPorts(cfg, q); err != nil {
+				return err
+			}
+			g.ports = make([]injection.PortGate, len(g.gates))
+			for h := range g.gates {
+				g.ports[h] = g.gates[h].(injection.PortGate)
+				g.ports[h].UsePorts(q.Count)
+			}
+		}
+	}
 	if th := ctl.Measure(&g.views[0]); th > 0 {
 		f.MeasureTransmissionTimes(th)
 	}
@@ -124,11 +145,27 @@ func (nw *Network) attachControl(f *fabric.Fabric) error {
 	return nil
 }
 
-// admit asks NIC h's gate about data packet p; when it refuses, a wake-up
-// is scheduled for when it may change its answer.
-func (nw *Network) admit(h int, p *fabric.Packet) bool {
+// checkPorts: a gate that opens and closes injection ports needs one
+// channel per physical injection queue.
+func checkPorts(cfg injection.ControlConfig, q injection.QueuesConfig) error {
+	if cfg.Channels != q.Count {
+		return fmt.Errorf("nic.injection_control.channels %d but nic.injection_queues.count %d: %s opens and closes the physical injection ports, one per channel", cfg.Channels, q.Count, cfg.Policy)
+	}
+	return nil
+}
+
+// admit asks NIC h's gate about data packet p at the head of injection
+// queue q; when it refuses, a wake-up is scheduled for when it may change
+// its answer.
+func (nw *Network) admit(h, q int, p *fabric.Packet) bool {
 	g := nw.gate
-	ok, retry := g.gates[h].Admit(int(p.Dst), int(p.Size), &g.views[h])
+	var ok bool
+	var retry int64
+	if g.ports != nil {
+		ok, retry = g.ports[h].AdmitPort(q, int(p.Dst), int(p.Size), &g.views[h])
+	} else {
+		ok, retry = g.gates[h].Admit(int(p.Dst), int(p.Size), &g.views[h])
+	}
 	if ok {
 		return true
 	}
@@ -156,6 +193,10 @@ func (nw *Network) Handle(ev *des.Event) {
 	nw.gate.wakeAt[h] = -1
 	nw.fab.Kick(h)
 }
+
+// PortGated reports whether the injection gates open and close the NICs'
+// physical injection ports (injection.PortGate) rather than pace one link.
+func (nw *Network) PortGated() bool { return nw.gate != nil && nw.gate.ports != nil }
 
 // GateRefusals returns how many times the injection gate held a packet
 // back (0 without a gate).

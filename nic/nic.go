@@ -308,7 +308,7 @@ func (nw *Network) Peek(h int) *fabric.Packet {
 	} else {
 		p = nw.hosts[h].injQ.peek()
 	}
-	if nw.gate != nil && p != nil && p.Kind == KindData && !nw.admit(h, p) {
+	if nw.gate != nil && p != nil && p.Kind == KindData && !nw.admit(h, 0, p) {
 		return nil
 	}
 	return p

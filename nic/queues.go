@@ -164,7 +164,7 @@ const opQueueKick = 1
 // PeekQueue implements fabric.QueueEndpoint.
 func (nw *Network) PeekQueue(h, q int) *fabric.Packet {
 	p := nw.queue(h, q).peek()
-	if nw.gate != nil && p != nil && p.Kind == KindData && !nw.admit(h, p) {
+	if nw.gate != nil && p != nil && p.Kind == KindData && !nw.admit(h, q, p) {
 		return nil
 	}
 	return p

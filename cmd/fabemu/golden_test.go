@@ -48,7 +48,7 @@ var goldenRuns = []struct {
 	// 3-D torus, adaptive, exponential arrivals
 	{"sim-8ary3cube-adaptive", []string{"sim", "--preset", "paper001-8ary3cube", "--load", "0.4", "--duration", "10us", "--warmup", "2us"}},
 	// 2-D torus with two adaptive lanes and small escape buffers
-	{"sim-torus16x16-adaptive", []string{"sim", "--preset", "paper002-torus16x16", "--load", "0.7", "--duration", "15us", "--warmup", "5us"}},
+	{"sim-torus16x16-adaptive", []string{"sim", "--preset", "paper002-torus16x16-dateline", "--load", "0.7", "--duration", "15us", "--warmup", "5us"}},
 	// the live-traffic fabric (mesh, 10 Gb/s, 4 KB MTU), size mix
 	{"sim-tap-square-mix", []string{"sim", "--preset", "tap-square-10g", "--routing", "adaptive", "--sizes", "64:0.5,4096:0.5", "--load", "0.7", "--duration", "40us", "--warmup", "10us"}},
 	// input-queued switches with a 2-iteration iSLIP allocator, adaptive, hot spot
@@ -61,6 +61,9 @@ var goldenRuns = []struct {
 	// adaptive bubble router with restrictive injection 4-All (paper 002 §5.1)
 	{"sim-torus8x8-bubble-1lane", []string{"sim", "--preset", "torus8x8-dor", "--set", "routing.escape=bubble", "--load", "1.0", "--duration", "40us", "--warmup", "20us"}},
 	{"sim-torus16x16-bubble-4all", []string{"sim", "--preset", "paper002-torus16x16-bubble", "--injection", "bubble:4-all", "--load", "1.0", "--duration", "15us", "--warmup", "5us"}},
+	// the adaptive bubble router of paper 002 in phits: same-ring
+	// selection, random arbitration (seeded), past saturation
+	{"sim-torus16x16-abr", []string{"sim", "--preset", "paper002-torus16x16", "--load", "1.0", "--duration", "15us", "--warmup", "5us"}},
 	// MIN with paper 000's queue schemes (1q, 4q, voqsw, voqnet), corner case 2 scaled to 8-9.7 us
 	{"sim-min64-1q-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=1q", "--duration", "15us", "--warmup", "2us"}},
 	{"sim-min64-4q-corner2", []string{"sim", "--preset", "paper000-min64", "--pattern", "corner2:0.01,sources=stride", "--set", "fabric.switch=4q", "--duration", "15us", "--warmup", "2us"}},
@@ -87,7 +90,7 @@ var goldenRuns = []struct {
 	{"sim-star24-pciq2recniq-oddeven", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.kind=irregular", "--set", "topology.switches=1", "--set", "topology.hosts_per_switch=24", "--set", "topology.ports=24", "--set", "fabric.switch=pciq-2+recn-iq", "--set", "fabric.recn_iq.max_saqs=2", "--set", "fabric.allocator=hrr", "--pattern", "oddeven", "--sizes", "256", "--load", "1.0", "--duration", "10us", "--warmup", "2us"}},
 	{"sim-min16-pciq2recniq-hotspot", []string{"sim", "--preset", "paper003-min256-8x8", "--set", "topology.hosts=16", "--set", "fabric.switch=pciq-2+recn-iq", "--set", "fabric.allocator=hrr", "--pattern", "hotspot:0.1@6", "--sizes", "256", "--load", "1.0", "--duration", "15us", "--warmup", "2us"}},
 	// four injection queues per NIC on physical links, longest-path-first selection (paper 002 §2), past saturation
-	{"sim-torus16x16-4q-physical-lpath", []string{"sim", "--preset", "paper002-torus16x16", "--load", "1.0", "--set", "nic.injection_queues.count=4", "--set", "nic.injection_queues.mode=physical", "--set", "nic.injection_queues.select=lpath", "--duration", "15us", "--warmup", "5us"}},
+	{"sim-torus16x16-4q-physical-lpath", []string{"sim", "--preset", "paper002-torus16x16-dateline", "--load", "1.0", "--set", "nic.injection_queues.count=4", "--set", "nic.injection_queues.mode=physical", "--set", "nic.injection_queues.select=lpath", "--duration", "15us", "--warmup", "5us"}},
 	// trace replay of the embedded sample, deterministic and adaptive-inorder
 	{"replay-sample-det", []string{"replay", "--limit", "2000", "--compression", "20"}},
 	{"replay-sample-inorder", []string{"replay", "--limit", "2000", "--compression", "20", "--delivery", "adaptive-inorder", "--reorder", "dynamic:256KiB,cap=128KiB", "--injection", "li"}},

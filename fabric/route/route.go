@@ -12,6 +12,11 @@
 // the escape candidate, so packets of one source-destination pair follow
 // one path and arrive in order.
 //
+// Selection (Select) takes the adaptive candidate with the most room; with
+// the same-ring selection of paper 002 §3 the router first ranks adaptive
+// outputs in the dimension the packet arrives on above those of another
+// profitable dimension (Candidate.Pref).
+//
 // Escape functions: up*/down* (any topology; spanning tree by BFS from a
 // root), dimension order with dateline virtual lanes (tori and meshes),
 // dimension order with bubble flow control on tori (one escape lane, no
@@ -42,7 +47,15 @@ type Config struct {
 	UpDownRoot  int    `yaml:"updown_root" json:"updown_root" doc:"root switch of the up*/down* spanning tree (BFS from it)"`
 	Dateline    bool   `yaml:"dateline" json:"dateline" doc:"use two dateline escape lanes per torus dimension; false builds a cyclic escape function (for deadlock tests only)"`
 	Check       string `yaml:"check" json:"check" doc:"escape channel dependency check: auto (exhaustive up to 20M route evaluations, else skipped with a note), full, off"`
+	// Selection orders the adaptive candidates; empty is most-room.
+	Selection string `yaml:"selection,omitempty" json:"selection,omitempty" doc:"selection among adaptive candidates: most-room (the one with most room, paper 004 §4.1; the default) or same-ring (on tori and meshes an adaptive lane in the dimension the packet arrives on first, then one in another profitable dimension, the escape last: the adaptive bubble router of paper 002 §3)" paper:"004 §4.1; 002 §3"`
 }
+
+// Selection policies (Config.Selection).
+const (
+	MostRoom = "most-room"
+	SameRing = "same-ring"
+)
 
 // DefaultConfig is deterministic routing with the family's escape function.
 func DefaultConfig() Config {
@@ -70,6 +83,11 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("check %q: want auto, full or off", c.Check)
 	}
+	switch c.Selection {
+	case "", MostRoom, SameRing:
+	default:
+		return fmt.Errorf("selection %q: want %s or %s", c.Selection, MostRoom, SameRing)
+	}
 	return nil
 }
 
@@ -84,6 +102,11 @@ type Candidate struct {
 	// (paper 002 §3), more where the switch restricts injection (paper
 	// 002 §5.1). 0 is plain virtual cut-through: room for the packet.
 	Bubble int8
+	// Pref ranks adaptive candidates for selection: a lower one wins over
+	// any higher one that can take the packet, most room decides among
+	// equals. 0 everywhere but under the same-ring selection, where an
+	// output in another dimension than the packet's input has 1.
+	Pref int8
 }
 
 // escaper is an escape routing function. It returns the single escape
@@ -114,6 +137,9 @@ type Router struct {
 	// bubble flow control (bubble.go): ring entries need room for two
 	// packets.
 	rings bubbleRings
+	// sameRing: adaptive outputs in the input's dimension come first
+	// (Config.Selection same-ring, paper 002 §3).
+	sameRing bool
 
 	// CheckNote says what the escape check did ("acyclic: 1,234 channels",
 	// or why it was skipped).
@@ -171,6 +197,12 @@ func New(t *topo.Topology, c Config) (*Router, error) {
 	r.rings, _ = e.(bubbleRings)
 	if c.Mode == Adaptive {
 		r.adVLs = c.AdaptiveVLs
+	}
+	if c.Selection == SameRing {
+		if !isCube {
+			return nil, fmt.Errorf("selection %s needs a torus or a mesh (its rings are dimensions), topology %q is %s", SameRing, t.Name, t.Kind)
+		}
+		r.sameRing = true
 	}
 	if r.NumVLs() > 15 {
 		return nil, fmt.Errorf("%d escape + %d adaptive lanes exceed the 15 data lanes of InfiniBand", r.escVLs, r.adVLs)
@@ -246,9 +278,17 @@ func (r *Router) Candidates(s, inPort, inVL, dst int, buf []Candidate) []Candida
 	ep, ev := r.esc.next(s, inPort, inVL, inEscape, dsw, dst)
 	if r.adVLs > 0 {
 		var ports [16]int32
+		inDim := -2 // no port's dimension: every output ranks the same
+		if r.sameRing {
+			inDim = r.cubeMin.dimOf(inPort) // -1 from a host: likewise
+		}
 		for _, p := range r.minimal(s, dsw, ports[:0]) {
+			var pref int8
+			if inDim >= 0 && r.cubeMin.dimOf(int(p)) != inDim {
+				pref = 1
+			}
 			for a := 0; a < r.adVLs; a++ {
-				buf = append(buf, Candidate{Port: p, VL: int32(r.escVLs + a)})
+				buf = append(buf, Candidate{Port: p, VL: int32(r.escVLs + a), Pref: pref})
 			}
 		}
 	}
@@ -273,24 +313,26 @@ type State interface {
 // selected at arbitration time by considering the status of the requested
 // output ports and the number of credits available". room reports whether
 // the (port, lane) can take the packet now and how many bytes it has free.
-// Among adaptive candidates that can take it, the one with the most room
-// wins (ties go to the earlier candidate); the escape candidate is used only
+// Among adaptive candidates that can take it, those of the lowest Pref
+// (the same-ring selection of paper 002 §3; all 0 otherwise) and among
+// them the one with the most room win (ties go to the earlier candidate);
+// the escape candidate is used only
 // when no adaptive one can. A candidate with a Bubble above 1 can take the
 // packet only when its output has room for that many packets (bubble flow
 // control, paper 002 §3 and §5.1). It returns -1 when nothing can take the
 // packet. An interface rather than a closure keeps the per-packet path free of
 // allocation.
 func Select(cands []Candidate, st State) int {
-	best, bestFree := -1, -1
+	best, bestFree, bestPref := -1, -1, int8(0)
 	for i, c := range cands {
-		if c.Escape {
+		if c.Escape || best >= 0 && c.Pref > bestPref {
 			continue
 		}
-		if ok, free := st.Room(c.Port, c.VL); ok && free > bestFree {
+		if ok, free := st.Room(c.Port, c.VL); ok && (free > bestFree || best >= 0 && c.Pref < bestPref) {
 			if c.Bubble > 1 && !st.Bubble(c.Port, c.VL, int(c.Bubble)) {
 				continue
 			}
-			best, bestFree = i, free
+			best, bestFree, bestPref = i, free, c.Pref
 		}
 	}
 	if best >= 0 {

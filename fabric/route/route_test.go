@@ -419,6 +419,80 @@ func TestSelect(t *testing.T) {
 	}
 }
 
+// TestSelectSameRing: with the same-ring selection of paper 002 §3 an
+// adaptive lane in the dimension the packet arrived on wins over one in
+// another profitable dimension even with less room; the other dimension
+// is taken when the same ring has no room, and the escape lane only when
+// no adaptive lane can take the packet. A packet from a host has no ring:
+// most room decides. With the default selection every Pref is 0.
+func TestSelectSameRing(t *testing.T) {
+	tp, err := topo.Torus([]int{4, 4}, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Escape, cfg.Mode, cfg.AdaptiveVLs, cfg.Selection = "bubble", Adaptive, 2, SameRing
+	r, err := New(tp, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostAt := hostOn(tp)
+	dst := hostAt[2+4*1] // (2,1) from (1,0): +X and +Y profitable
+	xp, xm, yp := int32(tp.DimPorts[0][0]), int32(tp.DimPorts[0][1]), int32(tp.DimPorts[1][0])
+	cands := r.Candidates(1, int(xm), 1, dst, nil) // arrived on the X ring
+	for _, c := range cands {
+		want := int8(0)
+		if !c.Escape && c.Port == yp {
+			want = 1
+		}
+		if c.Pref != want {
+			t.Errorf("candidate %+v: Pref %d, want %d", c, c.Pref, want)
+		}
+	}
+	room := func(x, y, esc int) roomTable {
+		return roomTable{need: 16, free: map[[2]int32]int{{xp, 1}: x, {xp, 2}: x, {yp, 1}: y, {yp, 2}: y, {xp, 0}: esc}}
+	}
+	for _, tc := range []struct {
+		name      string
+		st        roomTable
+		port      int32
+		escape    bool
+		wantFound bool
+	}{
+		{"same ring with less room", room(16, 128, 128), xp, false, true},
+		{"other dimension when the ring is full", room(15, 32, 128), yp, false, true},
+		{"escape last", room(0, 0, 32), xp, true, true},
+		{"nothing", room(0, 0, 0), 0, false, false},
+	} {
+		i := Select(cands, tc.st)
+		if !tc.wantFound {
+			if i != -1 {
+				t.Errorf("%s: Select = %+v, want none", tc.name, cands[i])
+			}
+			continue
+		}
+		if i < 0 || cands[i].Port != tc.port || cands[i].Escape != tc.escape {
+			t.Errorf("%s: Select = %d (%v), want port %d escape %v", tc.name, i, cands, tc.port, tc.escape)
+		}
+	}
+	_, hostPort := r.HostSwitch(hostAt[1])
+	for _, c := range r.Candidates(1, hostPort, 1, dst, nil) {
+		if c.Pref != 0 {
+			t.Errorf("injected: candidate %+v ranked, want every Pref 0", c)
+		}
+	}
+	cfg.Selection = ""
+	r, err = New(tp, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.Candidates(1, int(xm), 1, dst, nil) {
+		if c.Pref != 0 {
+			t.Errorf("most-room: candidate %+v ranked, want every Pref 0", c)
+		}
+	}
+}
+
 // TestConfigValidate covers the refusals of Config.Validate and New.
 func TestConfigValidate(t *testing.T) {
 	tp, err := topo.Irregular(16, 8, 4, 1)
@@ -435,6 +509,8 @@ func TestConfigValidate(t *testing.T) {
 		{"adaptive lanes", func(c *Config) { c.Mode, c.AdaptiveVLs = Adaptive, 0 }, "adaptive_vls = 0"},
 		{"too many lanes", func(c *Config) { c.AdaptiveVLs = 15 }, "adaptive_vls = 15"},
 		{"check", func(c *Config) { c.Check = "some" }, `check "some"`},
+		{"selection", func(c *Config) { c.Selection = "best" }, `selection "best"`},
+		{"same-ring off a cube", func(c *Config) { c.Selection = SameRing }, "needs a torus or a mesh"},
 		{"root", func(c *Config) { c.UpDownRoot = 16 }, "updown_root 16"},
 		{"dor on irregular", func(c *Config) { c.Escape = "dor" }, "needs a torus or mesh"},
 		{"min on irregular", func(c *Config) { c.Escape = "min" }, "needs a multistage network"},
