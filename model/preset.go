@@ -61,6 +61,10 @@ func recn(c SimConfig) SimConfig {
 	c.Fabric.CrossbarSpeedup = 1.5
 	c.Fabric.InputBuffer = 128 * 1024
 	c.Fabric.OutputBuffer = 128 * 1024
+	// §4.1: "When VOQ policies are used, the total memory size per port is
+	// equally divided among all the established queues", with credits per
+	// queue (the rows that pick voqsw, 4q or voqnet; recn shares).
+	c.Fabric.VOQMemory = "partitioned"
 	c.NIC.HeaderBytes = 0
 	c.Traffic.Sizes = "64"
 	return c
