@@ -65,6 +65,9 @@ func recn(c SimConfig) SimConfig {
 	// equally divided among all the established queues", with credits per
 	// queue (the rows that pick voqsw, 4q or voqnet; recn shares).
 	c.Fabric.VOQMemory = "partitioned"
+	// §4.1's end node: an admittance queue per destination, round robin
+	// into the injection queue (nic/admittance.go).
+	c.NIC.Model = "admittance"
 	c.NIC.HeaderBytes = 0
 	c.Traffic.Sizes = "64"
 	return c
@@ -79,6 +82,11 @@ func recnIQ(c SimConfig) SimConfig {
 	c.Fabric.Switch = "iq"
 	c.Fabric.OutputBuffer = 0
 	c.Fabric.CreditBlock = 64
+	// The thesis' end node injects "at the maximum link rate" (§2.7) with
+	// credits and Xon/Xoff (ch. 3); it says nothing of its queues, so it
+	// takes paper 000 §4.1's (the same group's simulator): admittance
+	// queues per destination, round robin into the injection queue.
+	c.NIC.Model = "admittance"
 	c.NIC.HeaderBytes = 0
 	c.Traffic.Sizes = "64"
 	return c
