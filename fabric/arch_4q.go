@@ -7,7 +7,8 @@ package fabric
 // a tie), with one exception the paper does not need to state: while
 // packets for the same destination wait at this input, it joins their
 // queue, so that a flow cannot overtake itself (deterministic routing
-// delivers in order, as the conformance suite checks). With shared memory
+// delivers in order, as the conformance suite checks), unless
+// fabric.four_q_choice=occupancy asks for the paper's rule alone. With shared memory
 // (the default) the four queues share the lane's memory and credits
 // (arch_queues.go); with partitioned memory (fabric.voq_memory, paper 000
 // §4.1) see fourQKeys.
@@ -23,6 +24,9 @@ type fourQArch struct {
 type fourQOrder struct {
 	f       *Fabric
 	waiting []map[int32]fourQWait
+	// byOccupancy: fabric.four_q_choice=occupancy, the least occupied
+	// queue for every packet (the paper's rule; flows may be reordered).
+	byOccupancy bool
 }
 
 type fourQWait struct{ q, n int32 }
@@ -33,12 +37,13 @@ const fourQueues = 4
 func fourQPerLane(_, _ int) int { return fourQueues }
 
 func newFourQ(f *Fabric) switchArch {
+	order := fourQOrder{f: f, byOccupancy: f.cfg.FourQChoice == "occupancy"}
 	if partitioned(f) {
-		k := &fourQKeys{fourQOrder: fourQOrder{f: f}}
+		k := &fourQKeys{fourQOrder: order}
 		k.part = newVOQPart(f, fourQueues, k)
 		return k.part
 	}
-	return &fourQArch{schemeBase: schemeBase{cioqArch{vlQueues{f}}, fourQPerLane(0, 0)}, order: fourQOrder{f: f}}
+	return &fourQArch{schemeBase: schemeBase{cioqArch{vlQueues{f}}, fourQPerLane(0, 0)}, order: order}
 }
 
 // fourQKey names a packet's flow at an input: its destination and the
@@ -61,8 +66,12 @@ func (o *fourQOrder) at(ii int32) map[int32]fourQWait {
 }
 
 // add counts a packet of flow key for queue q of in-port ii, and returns
-// the queue the flow is in, or q for a flow not waiting there.
+// the queue the flow is in, or q for a flow not waiting there (always q
+// with fabric.four_q_choice=occupancy, which keeps no count).
 func (o *fourQOrder) add(ii int32, key int32, q int) int {
+	if o.byOccupancy {
+		return q
+	}
 	m := o.at(ii)
 	if w, ok := m[key]; ok {
 		w.n++
@@ -73,8 +82,12 @@ func (o *fourQOrder) add(ii int32, key int32, q int) int {
 	return q
 }
 
-// queueOf returns the queue flow key waits in at in-port ii, or -1.
+// queueOf returns the queue flow key waits in at in-port ii, or -1 (also
+// always with fabric.four_q_choice=occupancy).
 func (o *fourQOrder) queueOf(ii int32, key int32) int {
+	if o.byOccupancy {
+		return -1
+	}
 	if w, ok := o.at(ii)[key]; ok {
 		return int(w.q)
 	}
@@ -83,6 +96,9 @@ func (o *fourQOrder) queueOf(ii int32, key int32) int {
 
 // left forgets a packet of flow key at in-port ii.
 func (o *fourQOrder) left(ii int32, key int32) {
+	if o.byOccupancy {
+		return
+	}
 	m := o.waiting[ii]
 	if w := m[key]; w.n > 1 {
 		w.n--
