@@ -82,11 +82,12 @@ func recnIQ(c SimConfig) SimConfig {
 	c.Fabric.Switch = "iq"
 	c.Fabric.OutputBuffer = 0
 	c.Fabric.CreditBlock = 64
-	// The thesis' end node injects "at the maximum link rate" (§2.7) with
-	// credits and Xon/Xoff (ch. 3); it says nothing of its queues, so it
-	// takes paper 000 §4.1's (the same group's simulator): admittance
-	// queues per destination, round robin into the injection queue.
-	c.NIC.Model = "admittance"
+	// The thesis' end node injects "at the maximum link rate" (§2.7)
+	// with credits and Xon/Xoff (ch. 3) and says nothing of its queues;
+	// its figures' collapse of every organisation without RECN-IQ under
+	// a hot spot (Figs. 2.21, 4.10) is what one injection queue per end
+	// node gives, so it keeps the fifo end node (docs/validation.md shows
+	// both).
 	c.NIC.HeaderBytes = 0
 	c.Traffic.Sizes = "64"
 	return c
