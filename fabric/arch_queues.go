@@ -10,22 +10,19 @@ import (
 // CIOQ switch of paper 000 §3 and §4.1 (input and output memories, a
 // multiplexed crossbar with speedup) with different input queues: they
 // change only where an arriving packet is queued and so which heads
-// compete in the allocator. Every queue of an input lives in the memory
-// of the lane the packet arrived on and shares it with the lane's other
-// queues; credits count blocks per lane, as for cioq (paper 000 §3.7:
-// "credits are global, that is, they refer to all the space available
-// for buffers in the data RAM for each port"). Paper 000 §4.1 gives its
-// VOQ schemes instead a fixed share of the port memory per queue and
-// credits per queue: voqnet does that (arch_voqnet.go: per-destination
-// output queues too, queue-level credits on every link between switches);
-// voqsw and 4q keep the shared lane memory and lane credits, and
-// docs/validation.md says what that changes. Queue k of lane v is
-// queues[v*perLane+k], so a scheme with one queue per lane is the cioq
-// switch.
-//
-// Output buffers keep one FIFO per lane in 4q and voqsw (the paper's
-// schemes also multiply the output queues; there the output stage is
-// cioq's).
+// compete in the allocator. With fabric.voq_memory=shared every queue of
+// an input lives in the memory of the lane the packet arrived on and
+// shares it with the lane's other queues; credits count blocks per lane,
+// as for cioq (paper 000 §3.7: "credits are global, that is, they refer
+// to all the space available for buffers in the data RAM for each
+// port"), and the output stage is cioq's (one FIFO per lane). With
+// fabric.voq_memory=partitioned (paper 000 §4.1: "the total memory size
+// per port is equally divided among all the established queues", "a
+// credit-based flow control at the queue level") every queue has a fixed
+// share and credits of its own, and the outputs keep the scheme's queues
+// too (arch_voqmem.go); the paper000 presets use it, and it is voqnet's
+// default. Queue k of lane v is queues[v*perLane+k], so a scheme with one
+// queue per lane is the cioq switch.
 
 // queueScheme is implemented by the architectures whose input queues are
 // a queue scheme of paper 000; the summary reports their queue state.

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/fabemu/fabemu/fabric/des"
@@ -114,5 +115,41 @@ func TestSchemeEnqueue(t *testing.T) {
 	}
 	if q := put(8); q != 3 {
 		t.Errorf("4q: destination 8 moved to queue %d while its packets wait in 3", q)
+	}
+}
+
+// TestFourQOccupancy: with fabric.four_q_choice=occupancy 4q takes the
+// least occupied queue for every packet, the paper's rule alone (§4.3),
+// even while the destination's packets wait in another; a bad value is
+// refused.
+func TestFourQOccupancy(t *testing.T) {
+	c := DefaultConfig()
+	c.Switch, c.FourQChoice = "4q", "lowest"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `fabric.four_q_choice "lowest"`) {
+		t.Fatalf("bad choice: %v", err)
+	}
+	tc := topo.DefaultConfig(topo.KindMIN)
+	tc.Hosts, tc.MINRadix, tc.Stages = 64, 8, 0
+	tp, err := topo.Build(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := route.New(tp, route.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.FourQChoice = "occupancy"
+	f, err := New(des.New(), c, tp, r, 256, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := &f.in[f.sw[0].in[0]]
+	for i := range 8 { // one destination: queues 0, 1, 2, 3, 0, 1, ...
+		p := &Packet{Dst: 5}
+		q := f.arch.enqueue(ip, p)
+		ip.queues[q].push(p)
+		if q != i%4 {
+			t.Fatalf("packet %d for one destination in queue %d, want the least occupied, %d", i, q, i%4)
+		}
 	}
 }

@@ -94,7 +94,8 @@ func (iv Invariants) OK() bool {
 // credits plus the blocks reserved or stored downstream plus the blocks
 // freed but not yet returned (waiting or travelling in credit packets)
 // equal the lane's capacity; that no credit count is negative; and that
-// no buffer holds more than its capacity.
+// no buffer holds more than its capacity. With partitioned VOQ memory the
+// same holds for every queue and its share (voqPartArch.checkQueues).
 func (f *Fabric) CheckInvariants() Invariants {
 	iv := Invariants{CreditsNonNegative: true, CreditsConserved: true, BuffersWithinCap: true}
 	bad := func(flag *bool, format string, a ...any) {
@@ -124,6 +125,11 @@ func (f *Fabric) CheckInvariants() Invariants {
 				bad(&iv.BuffersWithinCap, "output lane %s vl%d holds %d of %d blocks", f.outName(int32(oi)), v, l.used, l.cap)
 			}
 		}
+	}
+	if qc, ok := f.arch.(interface {
+		checkQueues(func(string, ...any))
+	}); ok {
+		qc.checkQueues(func(format string, a ...any) { bad(&iv.CreditsConserved, format, a...) })
 	}
 	return iv
 }

@@ -24,6 +24,8 @@ type Config struct {
 	CreditPacket    units.Bytes   `yaml:"credit_packet" json:"credit_packet" unit:"bytes" doc:"wire size of a flow-control (credit) packet; it shares the link with data"`
 	Switch          string        `yaml:"switch" json:"switch" doc:"switch architecture: cioq (paper 004 §4.1), iq (the crossbar feeds the link), the queue schemes of paper 000 §4.3 (1q, 4q, voqsw, voqnet), recn (paper 000 §3) or recn-iq (paper 003 ch. 3), both deterministic routing only; the list with descriptions ends fabemu config explain"`
 	Allocator       string        `yaml:"allocator" json:"allocator" doc:"crossbar allocator: rr (inputs and their lanes in round-robin order, first fit), islip(N) (N request-grant-accept iterations, McKeown's iSLIP), pim(N) (N iterations of parallel iterative matching, random grant and accept), random (inputs and their lanes in a random order, first fit, paper 002 §3) or hrr (hierarchical round robin, paper 003 §2.2.4)"`
+	VOQMemory       string        `yaml:"voq_memory" json:"voq_memory,omitempty" doc:"memory of the VOQ schemes voqsw, 4q and voqnet: shared (the queues of an input share the lane's memory and credits) or partitioned (every queue an equal share of the port memory, credits per queue, and the scheme's queues at the outputs too); empty: partitioned for voqnet, shared for voqsw and 4q; other architectures ignore it" paper:"000 §4.1"`
+	FourQChoice     string        `yaml:"four_q_choice" json:"four_q_choice,omitempty" doc:"how 4q picks a packet's queue: flow (the queue its destination's packets wait in, else the least occupied; flows stay in order; the empty default) or occupancy (the least occupied only, the paper's rule; a flow's packets may pass each other)" paper:"000 §4.3"`
 	CrossbarSpeedup float64       `yaml:"crossbar_speedup" json:"crossbar_speedup" doc:"crossbar bandwidth per port as a multiple of the link's data rate"`
 	DeadlockTimeout des.Time      `yaml:"deadlock_timeout" json:"deadlock_timeout" unit:"time" doc:"stop with a report when no packet has moved for this long while packets are in the fabric"`
 	// RECN holds the parameters of the recn switch (arch_recn.go); other
@@ -144,6 +146,12 @@ func (c Config) Validate() error {
 	}
 	if arch.outputBuffered && c.OutputBuffer <= 0 {
 		return fmt.Errorf("fabric.output_buffer %v: the %s switch needs an output buffer (fabric.switch=iq is the input-queued switch without one)", c.OutputBuffer, c.Switch)
+	}
+	if _, err := voqMemory(c); err != nil {
+		return err
+	}
+	if c.FourQChoice != "" && c.FourQChoice != "flow" && c.FourQChoice != "occupancy" {
+		return fmt.Errorf("fabric.four_q_choice %q: want flow or occupancy", c.FourQChoice)
 	}
 	if _, err := parseAllocator(c.Allocator); err != nil {
 		return fmt.Errorf("fabric.allocator: %w", err)

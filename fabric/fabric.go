@@ -48,6 +48,7 @@ type Packet struct {
 
 	inVL   int8     // lane in the input buffer it sits in
 	blocks int32    // credit blocks it occupies, set at injection
+	voq    int32    // fabric.voq_memory=partitioned: its queue (lane and key) at the input or output it is in, or bound for
 	tailAt des.Time // when its tail is (or will be) fully in the buffer it is in
 	headAt des.Time // when its head reached the node it is in (local.go; only while measuring)
 	next   *Packet

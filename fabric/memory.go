@@ -65,13 +65,18 @@ func OutputMemories(cfg Config) int {
 // the per-row busy flags (arch_hc.go setup); for voqnet, in a network of
 // hosts hosts, the output queue of every lane and destination at every
 // switch output with its stored blocks, its credits at the next input and
-// its place in the link's round-robin order (arch_voqnet.go setup: paper
-// 000 §4.1 gives the VOQ schemes per-queue memory and credits); 0 for the
-// others.
-func PortStateBytes(cfg Config, nVL, hosts int) int64 {
+// its place in the link's round-robin order (arch_voqmem.go setup: paper
+// 000 §4.1 gives the VOQ schemes per-queue memory and credits), and the
+// same for voqsw (a queue per output of a switch of ports ports) and 4q
+// (four) with fabric.voq_memory=partitioned; 0 for the others.
+func PortStateBytes(cfg Config, nVL, ports, hosts int) int64 {
 	switch {
-	case cfg.Switch == "voqnet":
+	case cfg.Switch == "voqnet" && partitionedCfg(cfg):
 		return int64(nVL) * int64(voqNetPerLane(0, hosts)) * voqNetOutQueueBytes
+	case cfg.Switch == "voqsw" && partitionedCfg(cfg):
+		return int64(nVL) * int64(voqSwPerLane(ports, 0)) * voqNetOutQueueBytes
+	case cfg.Switch == "4q" && partitionedCfg(cfg):
+		return int64(nVL) * fourQueues * voqNetOutQueueBytes
 	case cfg.Switch == "recn":
 		r := cfg.RECN.resolved()
 		return 2 * (int64(unsafe.Sizeof(recnPort{})) + int64(r.MaxSAQs)*int64(unsafe.Sizeof(saq{})))
@@ -123,7 +128,9 @@ func HostStateBytes(cfg Config, packetBytes int) (state, packets int64) {
 	return state, max(memBlocks/max(per, 1), 1)
 }
 
-// voqNetOutQueueBytes is one voqnet output queue's state: its FIFO, its
+func partitionedCfg(c Config) bool { m, _ := voqMemory(c); return m == VOQPartitioned }
+
+// voqNetOutQueueBytes is one partitioned output queue's state: its FIFO, its
 // stored blocks (qused), its credits at the next input (qcr) and its entry
 // in the link's list of active queues.
 const voqNetOutQueueBytes = int64(unsafe.Sizeof(fifo{})) + 3*int64(unsafe.Sizeof(int32(0)))

@@ -96,7 +96,7 @@ func EstimateRun(m *Model, w Workload) (MemoryEstimate, error) {
 	add("switches", mul(c.Switches, memPerSwitch))
 	add("ports and events", mul(c.Ports, memPerPort))
 	add("input queues", mul(mul(c.Ports, q), memPerQueue))
-	if b := fabric.PortStateBytes(m.Fabric, lanes(m), hosts); b > 0 {
+	if b := fabric.PortStateBytes(m.Fabric, lanes(m), portsPerSwitch, hosts); b > 0 {
 		add("switch port state", mul(c.Ports, b))
 	}
 	// Packets alive at once: at most every switch buffer full of largest

@@ -36,6 +36,10 @@ type PacketCounts struct {
 	CreditPackets     uint64 `json:"credit_packets"`
 	EscapeGrants      uint64 `json:"escape_grants"`
 	AdaptiveGrants    uint64 `json:"adaptive_grants"`
+	// RefusedMessages are messages synthetic sources did not create while
+	// their admittance queue was full (nic.model admittance, paper 000
+	// §4.1); they are not in Generated.
+	RefusedMessages uint64 `json:"refused_messages,omitempty"`
 }
 
 // HopSummary is switches traversed per packet.
@@ -87,7 +91,8 @@ func (s *Session) PacketCounts() PacketCounts {
 	st := f.Stats
 	p := PacketCounts{Generated: s.Net.Generated, Injected: st.Injected, Delivered: st.Delivered,
 		InFlight: f.InFabric(), QueuedAtSources: uint64(s.Net.Queued), DeliveredInWindow: s.Metrics.DelPackets,
-		OutOfOrder: s.Metrics.AllOutOfOrder, CreditPackets: st.CreditPackets, EscapeGrants: st.EscapeGrants, AdaptiveGrants: st.AdaptiveGrants}
+		OutOfOrder: s.Metrics.AllOutOfOrder, CreditPackets: st.CreditPackets, EscapeGrants: st.EscapeGrants, AdaptiveGrants: st.AdaptiveGrants,
+		RefusedMessages: s.Net.AdmittanceRefused()}
 	if del, inj, fl, ok := s.Net.DataPackets(); ok {
 		p.Delivered, p.Injected, p.InFlight = del, inj, fl
 	}

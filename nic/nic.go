@@ -33,6 +33,11 @@ type Config struct {
 	// InjectionQueues is the injection interface of paper 002 §2
 	// (queues.go).
 	InjectionQueues injection.QueuesConfig `yaml:"injection_queues" json:"injection_queues,omitzero"`
+	// Model is the end node: fifo (one injection queue taking every
+	// packet in generation order) or admittance (paper 000 §4.1's
+	// admittance queues per destination; admittance.go).
+	Model      string           `yaml:"model" json:"model,omitempty" doc:"end node: fifo (one injection queue, packets in generation order; the empty default) or admittance (paper 000 §4.1: an admittance queue per destination holding whole messages, round robin into the injection queue)" paper:"000 §4.1"`
+	Admittance AdmittanceConfig `yaml:"admittance" json:"admittance,omitzero"`
 }
 
 // DefaultConfig is a 256-byte MTU with the IB headers (paper 004 §4.1).
@@ -55,6 +60,9 @@ func (c Config) Validate() error {
 	if err := c.validateQueues(); err != nil {
 		return err
 	}
+	if err := c.validateModel(); err != nil {
+		return err
+	}
 	return c.Delivery.Validate()
 }
 
@@ -74,6 +82,9 @@ type Message struct {
 	Done func(m *Message, at des.Time)
 	// pooled messages return to the Network's pool after completion.
 	pooled bool
+	// stalledPkts are the packets of a message waiting for room in its
+	// admittance queue (admittance.go).
+	stalledPkts []*fabric.Packet
 }
 
 // host is one NIC.
@@ -176,6 +187,8 @@ type Network struct {
 	// iq holds the injection queues beyond the first (queues.go); nil
 	// with one queue.
 	iq *queueState
+	// adm is the admittance NIC (admittance.go), nil for nic.model fifo.
+	adm *admState
 	// ControlNote says which default the injection control took when the
 	// topology is not in its paper's table; empty otherwise.
 	ControlNote string
@@ -208,6 +221,9 @@ func NewNetwork(eng *des.Engine, cfg Config, n int, m *Metrics) *Network {
 	}
 	if nw.mode != DeliveryDeterministic {
 		nw.order = newOrderMeters(cfg.Delivery.resolved(), nw.mode == DeliveryAdaptiveInOrder)
+	}
+	if cfg.Model == ModelAdmittance {
+		nw.adm = newAdmState(cfg.Admittance, n)
 	}
 	if nw.mode == DeliveryAdaptiveInOrder {
 		d, err := newDelivery(nw, cfg.Delivery)
@@ -260,7 +276,12 @@ func (nw *Network) Send(m *Message) {
 	}
 	h := &nw.hosts[m.Src]
 	wasEmpty := h.injQ.size == 0
-	h.queuedWire += m.Bytes + int64(n)*int64(nw.cfg.HeaderBytes)
+	var pkts []*fabric.Packet
+	if nw.adm == nil {
+		h.queuedWire += m.Bytes + int64(n)*int64(nw.cfg.HeaderBytes)
+	} else {
+		pkts = make([]*fabric.Packet, 0, n)
+	}
 	for i := int32(0); i < n; i++ {
 		pay := min(left, mtu)
 		left -= pay
@@ -277,12 +298,19 @@ func (nw *Network) Send(m *Message) {
 			wasEmpty = true // the fabric looks at every queue of the host
 			continue
 		}
+		if pkts != nil {
+			pkts = append(pkts, p)
+			continue
+		}
 		h.injQ.push(p)
+	}
+	if pkts != nil {
+		nw.admitMessage(m, pkts)
 	}
 	nw.Generated += uint64(n)
 	nw.Queued += int(n)
 	nw.Metrics.generated(m, int(n), int(n)*int(nw.cfg.HeaderBytes), m.Gen)
-	if wasEmpty {
+	if wasEmpty && (nw.adm == nil || h.injQ.size > 0) {
 		nw.fab.Kick(m.Src)
 	}
 }
@@ -292,9 +320,10 @@ func (nw *Network) Send(m *Message) {
 // serialization times back to back. A packet queued behind them cannot
 // start before that. It returns -1 when end-to-end delivery control
 // schedules connections itself or the NIC has several injection queues
-// (the queue is then not one FIFO).
+// (the queue is then not one FIFO), or is an admittance NIC (a source
+// may be stalled).
 func (nw *Network) QueueDrainTime(h int) des.Time {
-	if nw.del != nil || nw.iq != nil {
+	if nw.del != nil || nw.iq != nil || nw.adm != nil {
 		return -1
 	}
 	return nw.fab.SerializationTime(int(nw.hosts[h].queuedWire))
@@ -328,6 +357,9 @@ func (nw *Network) Pop(h int, at des.Time) {
 	nw.Queued--
 	if nw.iq != nil {
 		nw.iq.popped(nw, h)
+	}
+	if nw.adm != nil {
+		nw.refill(h)
 	}
 }
 

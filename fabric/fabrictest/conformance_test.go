@@ -42,6 +42,16 @@ func variants() []variant {
 			}
 		}
 	}
+	// the VOQ schemes with the other memory policy than their default
+	// (fabric.voq_memory, paper 000 §4.1): queue-level credits and shares
+	// for voqsw and 4q, shared lane memory for voqnet
+	for _, sc := range []struct{ arch, mem string }{{"voqsw", "partitioned"}, {"4q", "partitioned"}, {"voqnet", "shared"}} {
+		for _, al := range []string{"rr", "islip"} {
+			c := fabric.DefaultConfig()
+			c.Switch, c.Allocator, c.VOQMemory = sc.arch, al, sc.mem
+			vs = append(vs, variant{sc.arch + "/" + al + "/" + sc.mem, c, false})
+		}
+	}
 	// recn with the paper's crossbar preference for normal queues
 	// (fabric.recn.normal_first, paper 000 §4.1)
 	c := fabric.DefaultConfig()

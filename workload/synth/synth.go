@@ -134,7 +134,15 @@ func (s *synth) Handle(ev *des.Event) {
 	r := s.rngs[h]
 	t := now
 	for {
-		if dst, ok := s.pattern.Dest(h, int64(t), r); ok {
+		dst, ok := s.pattern.Dest(h, int64(t), r)
+		if ok && !s.nw.Admits(h, dst) {
+			// paper 000 §4.1's source is stalled while the admittance
+			// queue of the message's destination is full (nic.model
+			// admittance): the message is not created, and counted
+			s.nw.Refuse()
+			ok = false
+		}
+		if ok {
 			m := s.nw.NewMessage()
 			m.Src, m.Dst, m.Bytes, m.Gen = h, dst, int64(s.sizes.Draw(r)), t
 			s.nw.Send(m)
