@@ -320,6 +320,15 @@ func (c *checker) checkScalar(n *yaml.Node, t reflect.Type, path string) {
 				return
 			}
 		}
+	case reflect.Float32, reflect.Float64:
+		// NaN and the infinities pass every range check written as a
+		// comparison (NaN < 0 is false), so they are refused here, for
+		// every float parameter from a file or --set alike.
+		var f float64
+		if err := n.Decode(&f); err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			c.errorf(n, path, "cannot use %q: want a finite number", n.Value)
+			return
+		}
 	}
 	if err := n.Decode(reflect.New(t).Interface()); err != nil {
 		c.errorf(n, path, "cannot use %q as %s", n.Value, typeName(t))
