@@ -175,7 +175,7 @@ func (c Config) CheckPacket(maxPacket int) error {
 	lt, _ := SerializationTimeChecked(int64(maxPacket), rate)
 	ct, _ := SerializationTimeChecked(int64(c.CreditPacket), rate)
 	if hop := xt + lt + 2*c.PropagationDelay() + c.RoutingDelay + ct; c.DeadlockTimeout < 2*hop {
-		return fmt.Errorf("fabric.deadlock_timeout %v: shorter than twice the %v one hop of a %d-byte packet takes; the watchdog would call a moving fabric deadlocked", c.DeadlockTimeout, hop, maxPacket)
+		return fmt.Errorf("fabric.deadlock_timeout %v: shorter than two hops of a %d-byte packet (%v each at fabric.link_rate %v); the watchdog would call a moving fabric deadlocked: check fabric.link_rate (a plain number is bit/s) or raise the timeout", c.DeadlockTimeout, maxPacket, hop, c.LinkRate)
 	}
 	if int64(c.CreditPacket) > int64(maxPacket) {
 		return fmt.Errorf("fabric.credit_packet %v: a flow-control packet larger than the largest data packet (%d bytes)", c.CreditPacket, maxPacket)

@@ -158,6 +158,15 @@ func (p Profile) MeanSize() float64 {
 	return s / w
 }
 
+// The bounds of Validate: a rate between one request in 1000 s and one
+// per nanosecond (the resolution of a trace's times), so that gaps stay
+// far inside a time.Duration; bursts of at most a million requests.
+const (
+	MinRate     = 1e-3
+	MaxRate     = 1e9
+	MaxBurstLen = 1e6
+)
+
 // offMean is the mean OFF gap that makes the long-run rate Rate.
 func (p Profile) offMean() float64 {
 	return p.BurstLen/p.Rate - (p.BurstLen-1)*p.BurstGap.Seconds()
@@ -166,8 +175,8 @@ func (p Profile) offMean() float64 {
 // Validate checks the knobs.
 func (p Profile) Validate() error {
 	switch {
-	case !(p.Rate > 0):
-		return fmt.Errorf("rate must be positive, not %v", p.Rate)
+	case !(p.Rate >= MinRate && p.Rate <= MaxRate):
+		return fmt.Errorf("rate %v: want %g..%g requests/s (a trace's times are whole nanoseconds)", p.Rate, MinRate, MaxRate)
 	case !(p.ReadFraction >= 0 && p.ReadFraction <= 1):
 		return fmt.Errorf("read fraction must be in [0,1], not %v", p.ReadFraction)
 	case len(p.Sizes) == 0:
@@ -176,8 +185,8 @@ func (p Profile) Validate() error {
 		return fmt.Errorf("disks must be in 1..65536, not %d", p.Disks)
 	case !(p.DiskSkew >= 0):
 		return fmt.Errorf("disk skew must be >= 0, not %v", p.DiskSkew)
-	case !(p.BurstLen >= 1):
-		return fmt.Errorf("burst length must be >= 1, not %v", p.BurstLen)
+	case !(p.BurstLen >= 1 && p.BurstLen <= MaxBurstLen):
+		return fmt.Errorf("burst length %v: want 1..%g requests", p.BurstLen, MaxBurstLen)
 	case p.BurstGap < 0:
 		return fmt.Errorf("burst gap must be >= 0")
 	case !(p.IdleCV >= 1):
