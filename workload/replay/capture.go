@@ -407,6 +407,11 @@ func (w *captureWindow) next(rd *pcap.Reader) (*pcap.Packet, time.Duration, erro
 		if err != nil {
 			return nil, 0, err
 		}
+		// UnixNano is undefined outside these years; such a stamp (a
+		// pcapng timestamp of 2^64-1) cannot be placed on the time line.
+		if y := p.Time.Year(); y < 1678 || y > 2261 {
+			return nil, 0, fmt.Errorf("%s: packet %d: timestamp %s is outside the years 1678-2261 that nanosecond times hold", rd.Name(), p.Record, p.Time.Format(time.RFC3339))
+		}
 		rel, take, over := w.admit(time.Duration(p.Time.UnixNano()))
 		if over {
 			return nil, 0, io.EOF
