@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/fabemu/fabemu/internal/outfile"
 	"github.com/spf13/cobra"
 )
 
@@ -44,6 +45,11 @@ func main() {
 	stdout := &checkedWriter{w: os.Stdout}
 	root := newRoot()
 	root.SetOut(stdout)
+	if cmd, _, err := root.Find(os.Args[1:]); err == nil && !ownSignals[cmd.CommandPath()] {
+		// SIGINT or SIGTERM removes the temporary files of outputs
+		// being written before the process ends.
+		defer outfile.RemoveOnSignal()()
+	}
 	err := root.Execute()
 	if err == nil && stdout.err != nil {
 		err = stdout.err // names /dev/stdout
@@ -53,6 +59,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// ownSignals are the commands that handle SIGINT and SIGTERM themselves,
+// stopping gracefully and committing their outputs.
+var ownSignals = map[string]bool{"fabemu run": true, "fabemu capture": true, "fabemu stat": true, "fabemu order": true}
 
 // oneLine keeps an error to the one line a failed command prints: a
 // configuration with several problems reports the first and how many

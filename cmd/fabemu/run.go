@@ -75,10 +75,11 @@ namespaces).`,
 			if err != nil {
 				return err
 			}
+			if err := checkOutputs([]string{f.config, cfg.Background.Trace}, output{"--cpuprofile", f.cpuprofile},
+				output{"pcap_out", cfg.PcapOut}); err != nil {
+				return err
+			}
 			if f.cpuprofile != "" {
-				if err := checkOutputs([]string{f.config}, output{"--cpuprofile", f.cpuprofile}); err != nil {
-					return err
-				}
 				pf, err := outfile.Create(f.cpuprofile, cmd.OutOrStdout())
 				if err != nil {
 					return fmt.Errorf("--cpuprofile: %w", err)
