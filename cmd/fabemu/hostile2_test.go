@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -16,6 +18,24 @@ func TestHostileRound2(t *testing.T) {
 	sim := []string{"sim", "--preset", "tap-pair-10g", "--duration", "5us", "--set", "traffic.load=0.5"}
 	simWith := func(args ...string) []string { return append(append([]string(nil), sim...), args...) }
 	tap := "taps:\n  - name: fzt0\n"
+	zeroShards := filepath.Join(dir, "zero-shards")
+	if err := os.Mkdir(zeroShards, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(zeroShards, "shard-0000-of-0001.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "trace.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bigFile := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(bigFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(bigFile, 17<<20); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -44,6 +64,17 @@ func TestHostileRound2(t *testing.T) {
 		// Hangs.
 		{"trace gen burst-len 1e300", []string{"trace", "gen", filepath.Join(dir, "g.csv"), "--burst-len", "1e300", "--records", "10"}, "burst length"},
 		{"trace gen 1e11 records", []string{"trace", "gen", filepath.Join(dir, "g.csv"), "--records", "100000000000"}, "--records"},
+		{"sim --config /dev/zero", []string{"sim", "--config", "/dev/zero"}, "/dev/zero"},
+		{"sim --config /dev/urandom", []string{"sim", "--config", "/dev/urandom"}, "/dev/urandom"},
+		{"run --config /dev/zero", []string{"run", "--config", "/dev/zero"}, "/dev/zero"},
+		{"replay --map /dev/zero", []string{"replay", "--trace", "testdata/capture-small.pcap", "--map", "/dev/zero"}, "/dev/zero"},
+		{"experiment /dev/zero", []string{"experiment", "/dev/zero"}, "/dev/zero"},
+		{"sweep plan /dev/zero", []string{"sweep", "plan", "/dev/zero"}, "/dev/zero"},
+		{"plot /dev/zero", []string{"plot", "/dev/zero"}, "/dev/zero"},
+		{"sweep merge, a shard linked to /dev/zero", []string{"sweep", "merge", zeroShards, "--out", filepath.Join(dir, "m.json")}, "shard-0000-of-0001.jsonl"},
+		{"sweep status, a shard linked to /dev/zero", []string{"sweep", "status", zeroShards}, "shard-0000-of-0001.jsonl"},
+		{"replay --trace FIFO", []string{"replay", "--trace", fifo}, "pipe"},
+		{"experiment over the size cap", []string{"experiment", bigFile}, "larger than"},
 		// The daemon's neighbours.
 		{"duplicate macs", []string{"run", "--config", file("dmac.yaml", tap+"    mac: '02:00:00:00:00:01'\n  - name: fzt1\n    mac: '02:00:00:00:00:01'\n")}, "taps[1]: mac 02:00:00:00:00:01 is also the mac of taps[0]"},
 		// Errors that blamed the wrong key.

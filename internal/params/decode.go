@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/fabemu/fabemu/internal/inputfile"
 )
 
 // maxErrors bounds how many problems one decode reports.
@@ -25,7 +26,7 @@ const maxNodes = 1 << 20
 // LoadYAML reads the YAML config file at path and decodes it on top of dst
 // (a non-nil pointer to a struct) as DecodeYAML does.
 func LoadYAML(path string, dst any) error {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile(path, inputfile.ConfigLimit)
 	if err != nil {
 		return err
 	}

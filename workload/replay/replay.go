@@ -255,6 +255,9 @@ func (r ReplayConfig) OpenTrace() (tracefmt.Reader, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if err := r.checkSeekable(); err != nil {
+		return nil, "", err
+	}
 	rd, err := tracefmt.Open(r.Trace, f, opts)
 	if err != nil {
 		return nil, "", fmt.Errorf("replay.trace: %w", err)
