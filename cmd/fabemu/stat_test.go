@@ -92,3 +92,23 @@ func TestStatWatch(t *testing.T) {
 		t.Errorf("--interval 10ms: %v", err)
 	}
 }
+
+// fabemu stat refuses a status of another schema (before, {"schema":
+// "other/v9"} printed a table of zeros), for the table and --json alike.
+func TestStatChecksSchema(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "api.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`{"schema":"other/v9"}`))
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	for _, args := range [][]string{{"stat", "--socket", sock}, {"stat", "--socket", sock, "--json"}} {
+		if _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), `status schema "other/v9"`) {
+			t.Errorf("%v: %v, want the schema refused", args, err)
+		}
+	}
+}

@@ -118,6 +118,22 @@ func (o *File) WriteString(s string) (int, error) {
 	return o.Write([]byte(s))
 }
 
+// Flush writes what is buffered through to the file (not syncing it): a
+// long-running writer calls it to find a failing file early. An error is
+// sticky, as for Write.
+func (o *File) Flush() error {
+	if o.err != nil {
+		return o.err
+	}
+	if o.done {
+		return fmt.Errorf("write %s: file already committed or aborted", o.path)
+	}
+	if err := o.w.Flush(); err != nil {
+		o.err = pathError("write", o.path, err)
+	}
+	return o.err
+}
+
 // Commit flushes what was written. For a temporary file it then syncs,
 // closes and renames it over the target; on any error (including an
 // earlier write error) the temporary file is removed, the target is
