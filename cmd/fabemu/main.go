@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/fabemu/fabemu/internal/outfile"
+	"github.com/fabemu/fabemu/model"
 	"github.com/spf13/cobra"
 )
 
@@ -40,6 +41,9 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
+	// Under a cgroup memory limit or an rlimit, the collector must work
+	// harder before the limit kills the process (GOMEMLIMIT overrides).
+	model.SetRuntimeLimit()
 	// Tables and messages go to standard output through a writer that
 	// keeps the first error, so "fabemu ... > /dev/full" fails too.
 	stdout := &checkedWriter{w: os.Stdout}

@@ -144,3 +144,16 @@ func TestHugeTopologyRefusedFast(t *testing.T) {
 		t.Errorf("--max-memory 1MiB: err %v, output %s", err, out)
 	}
 }
+
+// TestMemoryLimitFromRlimit: the memory a run is checked against is the
+// smallest of the available memory and the process's own limits. Under
+// ulimit -v 4000000 a million-switch torus died with "fatal error: out of
+// memory" and a stack trace; it is refused naming RLIMIT_AS.
+func TestMemoryLimitFromRlimit(t *testing.T) {
+	bin := buildBinary(t)
+	msg := expectRefusal(t, "/bin/sh", []string{"-c", `ulimit -v 4000000 && exec "$0" "$@"`, bin,
+		"sim", "--preset", "torus8x8-dor", "--set", "topology.k=[1000,1000]", "--duration", "1us"}, "RLIMIT_AS", 0)
+	if !strings.Contains(msg, "topology.k") {
+		t.Errorf("the refusal does not name topology.k: %s", msg)
+	}
+}
