@@ -117,6 +117,9 @@ func (c *SimConfig) Validate() error {
 	if c.Run.Warmup < 0 || c.Run.Bin < 0 {
 		return fmt.Errorf("run.warmup and run.bin must not be negative")
 	}
+	if err := CheckBins(c.Run.Duration, c.Run.Bin); err != nil {
+		return err
+	}
 	if c.Run.Drain < 0 {
 		return fmt.Errorf("run.drain %v: must not be negative", c.Run.Drain)
 	}

@@ -75,6 +75,9 @@ func TestHostileRound2(t *testing.T) {
 		{"sweep status, a shard linked to /dev/zero", []string{"sweep", "status", zeroShards}, "shard-0000-of-0001.jsonl"},
 		{"replay --trace FIFO", []string{"replay", "--trace", fifo}, "pipe"},
 		{"experiment over the size cap", []string{"experiment", bigFile}, "larger than"},
+		// Memory the estimate did not see.
+		{"sim run.bin=1ps", []string{"sim", "--preset", "tap-pair-10g", "--duration", "1ms", "--set", "run.bin=1ps", "--max-memory", "100MiB"}, "run.bin"},
+		{"replay run.bin=1ns", []string{"replay", "--set", "run.bin=1ns"}, "run.bin"},
 		// The daemon's neighbours.
 		{"duplicate macs", []string{"run", "--config", file("dmac.yaml", tap+"    mac: '02:00:00:00:00:01'\n  - name: fzt1\n    mac: '02:00:00:00:00:01'\n")}, "taps[1]: mac 02:00:00:00:00:01 is also the mac of taps[0]"},
 		// Errors that blamed the wrong key.

@@ -864,6 +864,9 @@ func runReplay(cfg ReplaySimConfig, opts Options) (*ReplaySummary, *model.Sessio
 	if bin == 0 {
 		bin = max(span/50, des.Microsecond)
 	}
+	if err := model.CheckBins(span, bin); err != nil {
+		return nil, nil, err
+	}
 	var out *pcapOut
 	if opts.PcapOut.W != nil {
 		link := layers.LinkTypeEthernet
