@@ -60,6 +60,12 @@ func (f *readFlags) open(paths []string) (tracefmt.Reader, error) {
 	if f.blkAction != "Q" && f.blkAction != "D" {
 		return nil, fmt.Errorf("--blkparse-action must be Q or D, not %q", f.blkAction)
 	}
+	if f.spcBlock < 1 || f.spcBlock > 1<<20 {
+		return nil, fmt.Errorf("--spc-block %d: want 1..1048576 bytes per LBA", f.spcBlock)
+	}
+	if f.sortWindow < 0 {
+		return nil, fmt.Errorf("--sort-window %d: want 0 (file order) or a record count", f.sortWindow)
+	}
 	opts := tracefmt.Options{BlkparseAction: f.blkAction[0], SPCBlockSize: f.spcBlock, SortWindow: f.sortWindow}
 	return tracefmt.OpenFiles(paths, format, opts)
 }
