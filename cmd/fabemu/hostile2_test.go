@@ -81,6 +81,8 @@ func TestHostileRound2(t *testing.T) {
 		// The daemon's neighbours.
 		{"duplicate macs", []string{"run", "--config", file("dmac.yaml", tap+"    mac: '02:00:00:00:00:01'\n  - name: fzt1\n    mac: '02:00:00:00:00:01'\n")}, "taps[1]: mac 02:00:00:00:00:01 is also the mac of taps[0]"},
 		// Errors that blamed the wrong key.
+		{"trace gen --sizes 4GiB:1", []string{"trace", "gen", filepath.Join(dir, "g.csv"), "--sizes", "4GiB:1", "--records", "10"}, `"4GiB:1"`},
+		{"set background.load=NaN", []string{"set", "background.load=NaN", "--socket", filepath.Join(dir, "none.sock")}, "background.load=NaN"},
 		{"link_rate 1bps", simWith("--set", "fabric.link_rate=1bps"), "fabric.link_rate"},
 		{"yaml link_rate 10", simWith("--config", file("lr.yaml", "fabric: {link_rate: 10}\n")), "fabric.link_rate"},
 		{"credit_block 1MiB", simWith("--set", "fabric.credit_block=1MiB"), "fabric.credit_block"},

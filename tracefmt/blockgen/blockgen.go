@@ -23,10 +23,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fabemu/fabemu/internal/rng"
+	"github.com/fabemu/fabemu/internal/units"
 	"github.com/fabemu/fabemu/tracefmt"
 )
 
@@ -348,13 +350,19 @@ func ParseSizes(s string) ([]SizeWeight, error) {
 		if strings.HasSuffix(sz, "k") || strings.HasSuffix(sz, "K") {
 			mult, sz = 1024, sz[:len(sz)-1]
 		}
-		var b int64
-		var w float64
-		if _, err := fmt.Sscan(sz, &b); err != nil || b <= 0 || b*mult > math.MaxInt32 {
-			return nil, fmt.Errorf("size mix entry %q: bad size", part)
+		// Whole-text parses: fmt.Sscan read "4GiB" as 4.
+		b, err := strconv.ParseInt(strings.TrimSpace(sz), 10, 64)
+		if err != nil {
+			if ub, uerr := units.ParseBytes(strings.TrimSpace(sz)); uerr == nil && mult == 1 {
+				b, err = int64(ub), nil
+			}
 		}
-		if _, err := fmt.Sscan(wt, &w); err != nil || !(w >= 0) {
-			return nil, fmt.Errorf("size mix entry %q: bad weight", part)
+		if err != nil || b <= 0 || b > math.MaxInt32/mult {
+			return nil, fmt.Errorf("size mix entry %q: want a size of 1 byte to 2 GiB (512, 4k, 8KiB)", part)
+		}
+		w, err := strconv.ParseFloat(strings.TrimSpace(wt), 64)
+		if err != nil || !(w >= 0) || math.IsInf(w, 0) {
+			return nil, fmt.Errorf("size mix entry %q: want a finite weight of 0 or more", part)
 		}
 		out = append(out, SizeWeight{int32(b * mult), w})
 	}
