@@ -83,6 +83,7 @@ func TestHostileRound2(t *testing.T) {
 		// Errors that blamed the wrong key.
 		{"trace gen --sizes 4GiB:1", []string{"trace", "gen", filepath.Join(dir, "g.csv"), "--sizes", "4GiB:1", "--records", "10"}, `"4GiB:1"`},
 		{"set background.load=NaN", []string{"set", "background.load=NaN", "--socket", filepath.Join(dir, "none.sock")}, "background.load=NaN"},
+		{"truncated topology JSON", simWith("--config", file("cut.yaml", "topology:\n  kind: file\n  path: "+file("cut.json", `{"switches": [{"name": "s0", "ports": 4}], "hosts": [`)+"\n")), "cut short"},
 		{"link_rate 1bps", simWith("--set", "fabric.link_rate=1bps"), "fabric.link_rate"},
 		{"yaml link_rate 10", simWith("--config", file("lr.yaml", "fabric: {link_rate: 10}\n")), "fabric.link_rate"},
 		{"credit_block 1MiB", simWith("--set", "fabric.credit_block=1MiB"), "fabric.credit_block"},
