@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"github.com/fabemu/fabemu/internal/rtsched"
@@ -178,6 +179,15 @@ const (
 	DefaultPreset      = "torus8x8-dor"
 )
 
+// MinDilation and MaxDilation bound pacing.dilation: below a thousandth
+// the pacer's wall-to-simulated conversions leave the range of a
+// time.Duration within seconds; above a million a simulated microsecond
+// takes a wall second.
+const (
+	MinDilation = 1e-3
+	MaxDilation = 1e6
+)
+
 // DefaultRunConfig is the daemon's configuration before the file.
 func DefaultRunConfig() RunConfig {
 	var c RunConfig
@@ -246,7 +256,11 @@ func (c *RunConfig) Validate() error {
 	if len(c.TAPs) == 0 {
 		errs = append(errs, errors.New("taps: at least one TAP device is needed"))
 	}
+	if err := params.CheckFinite(c); err != nil {
+		return err // a NaN makes every other check of its key meaningless
+	}
 	names := map[string]bool{}
+	macs := map[string]string{}
 	for i, t := range c.TAPs {
 		where := fmt.Sprintf("taps[%d]", i)
 		if t.Name == "" {
@@ -255,8 +269,19 @@ func (c *RunConfig) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: name %q used twice", where, t.Name))
 		}
 		names[t.Name] = true
-		if err := t.checkPort(); err != nil {
+		if mac, err := t.checkPort(); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+		} else if mac != "" {
+			// Two ports with one address: the fabric delivers every
+			// frame for it to the first, and the other never hears.
+			if first, ok := macs[mac]; ok {
+				errs = append(errs, fmt.Errorf("%s: mac %s is also the mac of %s", where, mac, first))
+			} else {
+				macs[mac] = where
+			}
+		}
+		if t.Owner < 0 {
+			errs = append(errs, fmt.Errorf("%s: owner %d: want a uid (0 = root)", where, t.Owner))
 		}
 		if t.Host != nil && *t.Host < 0 {
 			errs = append(errs, fmt.Errorf("%s: host %d: want a host index (0 or more)", where, *t.Host))
@@ -274,8 +299,9 @@ func (c *RunConfig) Validate() error {
 	if c.Background.Disks < 0 {
 		errs = append(errs, fmt.Errorf("background.disks %d: want 0 or more", c.Background.Disks))
 	}
-	if c.Pacing.Dilation <= 0 || c.Pacing.Dilation > 1e6 {
-		errs = append(errs, fmt.Errorf("pacing.dilation %g: want 0 < dilation <= 1e6", c.Pacing.Dilation))
+	// Written so that NaN fails too (every comparison with NaN is false).
+	if !(c.Pacing.Dilation >= MinDilation && c.Pacing.Dilation <= MaxDilation) {
+		errs = append(errs, fmt.Errorf("pacing.dilation %g: want %g..%g wall seconds per simulated second", c.Pacing.Dilation, MinDilation, MaxDilation))
 	}
 	if c.Pacing.LagThreshold <= 0 || c.Pacing.Spin < 0 || c.Pacing.MaxLag < 0 {
 		errs = append(errs, errors.New("pacing: lag_threshold must be positive, spin and max_lag not negative"))
@@ -356,6 +382,9 @@ func (t TAPConfig) tapConfig() (tap.Config, error) {
 		}
 		if mac[0]&1 != 0 {
 			return tc, fmt.Errorf("mac %q is a multicast address", t.MAC)
+		}
+		if bytes.Equal(mac, make(net.HardwareAddr, 6)) {
+			return tc, fmt.Errorf("mac %q is the all-zero address, which no station may have", t.MAC)
 		}
 		tc.MAC = mac
 	}

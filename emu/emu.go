@@ -206,6 +206,15 @@ func checkStaleNetns(ns, tapName string) error {
 	if busy {
 		return fmt.Errorf("namespace %s holds TAP %s, which a running process has open (another daemon?); refusing to delete it", ns, tapName)
 	}
+	// Only a namespace fabemu left behind is deleted: one holding its
+	// marked TAP and nothing but loopback besides.
+	ours, what, err := tap.NetnsIsFabemus(ns)
+	if err != nil {
+		return fmt.Errorf("reclaiming namespace %s: %w", ns, err)
+	}
+	if !ours {
+		return fmt.Errorf("namespace %s was not left by fabemu (it holds %s); refusing to delete it: delete it yourself (ip netns del %s) or name another netns", ns, what, ns)
+	}
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	simmodel "github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/nic"
 	"github.com/fabemu/fabemu/workload/replay"
+	"go.uber.org/zap"
 )
 
 // PcapOutQueue is the recorder's queue in frames: past it, frames are
@@ -46,6 +47,10 @@ type pcapRecorder struct {
 	overflow atomic.Uint64
 	mu       sync.Mutex
 	err      error
+	log      *zap.Logger
+	// flushOut flushes the file the FrameWriter writes to, when it
+	// buffers (an outfile.File does).
+	flushOut func() error
 }
 
 // RecordPcap makes the emulator record every frame it writes to a TAP, as
@@ -60,30 +65,66 @@ func (e *Emulator) RecordPcap(w io.Writer, name string) error {
 	if err != nil {
 		return err
 	}
-	r := &pcapRecorder{name: name, q: make(chan pcapRec, PcapOutQueue), done: make(chan struct{})}
+	r := &pcapRecorder{name: name, q: make(chan pcapRec, PcapOutQueue), done: make(chan struct{}), log: e.log}
+	if f, ok := w.(interface{ Flush() error }); ok {
+		r.flushOut = f.Flush
+	}
 	go r.run(fw)
 	e.pcap = r
 	e.arrivals.on, e.arrivals.meta = true, map[*nic.Message]*frameMeta{}
 	return nil
 }
 
+// run writes the queued frames. Whenever the queue runs empty it flushes
+// them through to the file, so that a failing file (a full disk,
+// /dev/full) is found within a batch of frames, logged and shown by
+// fabemu stat at once, not at exit; written counts the frames flushed.
 func (r *pcapRecorder) run(fw *replay.FrameWriter) {
 	defer close(r.done)
 	var err error
+	var pending uint64
+	flush := func() {
+		if err == nil {
+			err = fw.Flush()
+		}
+		if err == nil && r.flushOut != nil {
+			err = r.flushOut()
+		}
+		if err == nil {
+			r.written.Add(pending)
+			pending = 0
+			return
+		}
+		r.fail(err)
+	}
 	for rec := range r.q {
 		if err != nil {
 			continue // drain; the error is reported
 		}
-		if err = fw.WriteFrame(rec.iface, rec.at, rec.data, rec.comment); err == nil {
-			r.written.Add(1)
+		if err = fw.WriteFrame(rec.iface, rec.at, rec.data, rec.comment); err != nil {
+			r.fail(err)
+			continue
+		}
+		pending++
+		if len(r.q) == 0 {
+			flush()
 		}
 	}
-	if err == nil {
-		err = fw.Flush()
-	}
+	flush()
+}
+
+// fail records the recorder's first error and logs it once.
+func (r *pcapRecorder) fail(err error) {
 	r.mu.Lock()
-	r.err = err
+	first := r.err == nil
+	if first {
+		r.err = err
+	}
 	r.mu.Unlock()
+	if first && r.log != nil {
+		r.log.Error("pcap_out: recording stopped", zap.String("file", r.name), zap.Error(err),
+			zap.Uint64("written", r.written.Load()))
+	}
 }
 
 // record queues a frame written to port q (loop goroutine); a full queue

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,5 +117,75 @@ func TestPcapOut(t *testing.T) {
 	ov := e.pcap.overflow.Load()
 	if uint64(got)+ov != n || e.pcap.written.Load() != uint64(got) {
 		t.Errorf("pcapng holds %d frames, overflow %d, written %d; want %d in all", got, ov, e.pcap.written.Load(), n)
+	}
+}
+
+// fullWriter takes room bytes, then fails as a full disk does.
+type fullWriter struct{ room int }
+
+func (w *fullWriter) Write(p []byte) (int, error) {
+	if len(p) > w.room {
+		n := w.room
+		w.room = 0
+		return n, syscall.ENOSPC
+	}
+	w.room -= len(p)
+	return len(p), nil
+}
+
+// TestPcapOutErrorAtOnce: a recording that cannot be written (--pcap-out
+// /dev/full) shows its error in the status while the daemon runs, with
+// no frame counted as written; before, the status said "written 18" and
+// the error came at exit.
+func TestPcapOutErrorAtOnce(t *testing.T) {
+	c := DefaultRunConfig()
+	c.Model.Preset = "tap-pair-10g"
+	c.API.Socket = ""
+	c.Metrics.Enabled = false
+	var fps []frameport.Port
+	var peers []*porttest.Peer
+	for i := range 2 {
+		name := fmt.Sprintf("full%d", i)
+		c.TAPs = append(c.TAPs, TAPConfig{Name: name})
+		p, q := porttest.New(porttest.Config{Name: name, MAC: mac(i), TxQueueLen: c.TxQueue})
+		fps, peers = append(fps, p), append(peers, q)
+	}
+	e, err := NewWithPorts(c, fps, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RecordPcap(&fullWriter{room: 0}, "/dev/full"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rng := rand.New(rand.NewPCG(7, 8))
+	if err := peers[0].Inject(mkFrame(mac(1), mac(0), etherTest, 1, 100, rng)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peers[1].Recv(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute) // a hang guard, not a speed target
+	for {
+		st, err := e.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := st.PcapOut; p != nil && p.Error != "" {
+			if p.Written != 0 {
+				t.Errorf("written %d with a failing file", p.Written)
+			}
+			if !strings.Contains(p.Error, "no space") {
+				t.Errorf("error %q does not say why", p.Error)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the write error never showed in the status")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

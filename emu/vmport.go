@@ -29,20 +29,28 @@ func (t TAPConfig) kind() string {
 	return t.Kind
 }
 
-// checkPort validates one taps entry for its kind.
-func (t TAPConfig) checkPort() error {
+// checkPort validates one taps entry for its kind and returns the MAC
+// it configures ("" when the address is left to the kernel or learnt
+// from the guest's frames).
+func (t TAPConfig) checkPort() (mac string, err error) {
 	switch t.kind() {
 	case KindTAP:
 		if t.Socket != "" {
-			return fmt.Errorf("socket %q applies to kind %s only (this entry is a TAP device)", t.Socket, KindQEMUSocket)
+			return "", fmt.Errorf("socket %q applies to kind %s only (this entry is a TAP device)", t.Socket, KindQEMUSocket)
 		}
-		_, err := t.tapConfig()
-		return err
+		tc, err := t.tapConfig()
+		if err != nil || tc.MAC == nil {
+			return "", err
+		}
+		return tc.MAC.String(), nil
 	case KindQEMUSocket:
-		_, err := t.qemuConfig()
-		return err
+		qc, err := t.qemuConfig()
+		if err != nil || qc.MAC == (ether.MAC{}) {
+			return "", err
+		}
+		return qc.MAC.String(), nil
 	}
-	return fmt.Errorf("kind %q: want %s (default) or %s", t.Kind, KindTAP, KindQEMUSocket)
+	return "", fmt.Errorf("kind %q: want %s (default) or %s", t.Kind, KindTAP, KindQEMUSocket)
 }
 
 // qemuConfig turns a qemu-socket entry into the qemusock package's

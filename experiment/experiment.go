@@ -31,6 +31,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fabemu/fabemu/internal/inputfile"
 	"github.com/fabemu/fabemu/internal/params"
 	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/workload/replay"
@@ -190,7 +191,7 @@ func Load(nameOrFile string) (*Experiment, error) {
 	if data, err := defs.ReadFile("defs/" + nameOrFile + ".yaml"); err == nil {
 		return Parse(data, nameOrFile+".yaml")
 	}
-	data, err := os.ReadFile(nameOrFile)
+	data, err := inputfile.ReadFile(nameOrFile, inputfile.ConfigLimit)
 	if err != nil {
 		if os.IsNotExist(err) && !strings.ContainsAny(nameOrFile, "/.") {
 			return nil, fmt.Errorf("no experiment %q: not an embedded one (%s) nor a file", nameOrFile, strings.Join(Embedded(), ", "))

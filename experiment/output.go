@@ -401,12 +401,18 @@ func (r *Result) WritePlot(path string) ([]string, error) {
 			groups[row.Group] = append(groups[row.Group], s)
 		}
 		var files []string
+		used := map[string]bool{}
 		for _, g := range order {
 			p := path
 			title := ps.Title
 			if len(order) > 1 {
 				ext := filepath.Ext(path)
-				p = strings.TrimSuffix(path, ext) + "-" + g + ext
+				name := fileSafe(g)
+				for i := 2; used[name]; i++ { // two groups that sanitize alike
+					name = fmt.Sprintf("%s-%d", fileSafe(g), i)
+				}
+				used[name] = true
+				p = strings.TrimSuffix(path, ext) + "-" + name + ext
 			}
 			if g != "" {
 				title += ", " + g
@@ -420,6 +426,24 @@ func (r *Result) WritePlot(path string) ([]string, error) {
 		return files, nil
 	}
 	return nil, fmt.Errorf("experiment %s has no plot", e.Name)
+}
+
+// fileSafe turns a group name (data, not a path) into a file name part:
+// letters, digits, '.', '_' and '-' are kept, anything else (a '/', a
+// space) becomes '_', and a leading '.' too, so that "../../evil" cannot
+// leave the plot's directory or hide the file.
+func fileSafe(g string) string {
+	b := []byte(g)
+	for i, c := range b {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' && i > 0
+		if !ok {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		return "_"
+	}
+	return string(b)
 }
 
 func axisLabel(m string) string {

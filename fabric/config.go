@@ -2,6 +2,8 @@ package fabric
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"strings"
 
 	"github.com/fabemu/fabemu/fabric/des"
@@ -103,6 +105,86 @@ func serTime(bytes, bitsPerSecond int64) des.Time {
 	return des.Time((num + bitsPerSecond - 1) / bitsPerSecond)
 }
 
+// The limits every quantity of the model is checked against when the
+// configuration is validated, so that no arithmetic in picoseconds,
+// bytes or credit blocks can overflow during a run:
+const (
+	// MaxDelay is the longest single delay the model schedules
+	// (serialization of a packet, propagation, routing, the deadlock
+	// watchdog): an hour. Event times are at most the run's end plus a
+	// few such delays, far below the 2^63 ps (106 days) of des.Time.
+	MaxDelay = 3600 * des.Second
+	// MaxBufferBytes is the largest buffer or packet size: buffers are
+	// counted in int32 credit blocks and packets in int32 bytes.
+	MaxBufferBytes = 1 << 30
+	// MaxDataRate is the fastest link: a byte must take at least half a
+	// picosecond, the time unit, or serialization times round to
+	// nothing (8 Tbit/s of data; 800 Gb/s Ethernet is a tenth of it).
+	MaxDataRate = 8_000_000_000_000
+	// MaxCrossbarSpeedup bounds fabric.crossbar_speedup.
+	MaxCrossbarSpeedup = 1000.0
+)
+
+// SerializationTimeChecked is serTime for configuration checks: the time
+// bytes take at bitsPerSecond, or ok false when it exceeds MaxDelay (or
+// the rate is not positive), computed without overflow.
+func SerializationTimeChecked(bytes, bitsPerSecond int64) (des.Time, bool) {
+	if bytes < 0 || bitsPerSecond <= 0 {
+		return 0, false
+	}
+	hi, lo := bits.Mul64(uint64(bytes)*8, uint64(des.Second))
+	if hi >= uint64(bitsPerSecond) {
+		return 0, false
+	}
+	q, r := bits.Div64(hi, lo, uint64(bitsPerSecond))
+	if r != 0 {
+		q++
+	}
+	if q > uint64(MaxDelay) {
+		return 0, false
+	}
+	return des.Time(q), true
+}
+
+// CheckPacket checks the quantities derived from the largest packet
+// (maxPacket wire bytes) that Validate cannot see: its serialization time
+// on a link and through the crossbar, and that the buffers hold it in
+// whole credit blocks. fabric.New calls it; a model's Validate calls it
+// with the NIC's largest packet so that the error comes before anything
+// is built.
+func (c Config) CheckPacket(maxPacket int) error {
+	if maxPacket <= 0 || maxPacket > MaxBufferBytes {
+		return fmt.Errorf("largest packet %d bytes: want 1..%d", maxPacket, MaxBufferBytes)
+	}
+	rate := c.DataRate()
+	if t, ok := SerializationTimeChecked(int64(maxPacket), rate); !ok {
+		return fmt.Errorf("fabric.link_rate %v: a %d-byte packet would take more than %v to serialize", c.LinkRate, maxPacket, MaxDelay)
+	} else if t <= 0 {
+		return fmt.Errorf("fabric.link_rate %v: too fast to time a packet in picoseconds", c.LinkRate)
+	}
+	xbar := float64(rate) * c.CrossbarSpeedup
+	if xbar < 1 {
+		return fmt.Errorf("fabric.crossbar_speedup %g: the crossbar would move less than 1 bit/s", c.CrossbarSpeedup)
+	}
+	xt, ok := SerializationTimeChecked(int64(maxPacket), int64(xbar))
+	if !ok {
+		return fmt.Errorf("fabric.crossbar_speedup %g: a %d-byte packet would take more than %v to cross the crossbar", c.CrossbarSpeedup, maxPacket, MaxDelay)
+	}
+	// The watchdog reports a deadlock when no packet moved for
+	// deadlock_timeout; one hop of the largest packet (crossbar, link,
+	// cable, routing, and the credit coming back) must fit in it, or a
+	// moving fabric is reported deadlocked.
+	lt, _ := SerializationTimeChecked(int64(maxPacket), rate)
+	ct, _ := SerializationTimeChecked(int64(c.CreditPacket), rate)
+	if hop := xt + lt + 2*c.PropagationDelay() + c.RoutingDelay + ct; c.DeadlockTimeout < 2*hop {
+		return fmt.Errorf("fabric.deadlock_timeout %v: shorter than two hops of a %d-byte packet (%v each at fabric.link_rate %v); the watchdog would call a moving fabric deadlocked: check fabric.link_rate (a plain number is bit/s) or raise the timeout", c.DeadlockTimeout, maxPacket, hop, c.LinkRate)
+	}
+	if int64(c.CreditPacket) > int64(maxPacket) {
+		return fmt.Errorf("fabric.credit_packet %v: a flow-control packet larger than the largest data packet (%d bytes)", c.CreditPacket, maxPacket)
+	}
+	return nil
+}
+
 // PropagationDelay returns the time a bit takes to cross one cable.
 func (c Config) PropagationDelay() des.Time {
 	return des.Time(c.LinkLength*float64(c.PropagationPerM) + 0.5)
@@ -116,29 +198,46 @@ func (c Config) Validate() error {
 	if _, _, err := c.Efficiency(); err != nil {
 		return fmt.Errorf("fabric.%w", err)
 	}
-	if c.LinkLength < 0 {
-		return fmt.Errorf("fabric.link_length_m %g: must not be negative", c.LinkLength)
+	if c.DataRate() > MaxDataRate {
+		return fmt.Errorf("fabric.link_rate %v: at most %v of data (a byte must take at least half a picosecond, the time unit)", c.LinkRate, units.BitRate(MaxDataRate))
 	}
-	if c.PropagationPerM < 0 || c.RoutingDelay < 0 {
-		return fmt.Errorf("fabric: propagation_per_m and routing_delay must not be negative")
+	if math.IsNaN(c.LinkLength) || c.LinkLength < 0 || math.IsInf(c.LinkLength, 0) {
+		return fmt.Errorf("fabric.link_length_m %g: want a finite length, not negative", c.LinkLength)
 	}
-	if c.CreditBlock <= 0 {
-		return fmt.Errorf("fabric.credit_block %v: must be positive", c.CreditBlock)
+	for _, d := range []struct {
+		key string
+		v   des.Time
+	}{{"propagation_per_m", c.PropagationPerM}, {"routing_delay", c.RoutingDelay}, {"deadlock_timeout", c.DeadlockTimeout}} {
+		if d.v < 0 || d.v > MaxDelay {
+			return fmt.Errorf("fabric.%s %v: want 0..%v", d.key, d.v, MaxDelay)
+		}
 	}
-	if c.InputBuffer <= 0 {
-		return fmt.Errorf("fabric.input_buffer %v: must be positive", c.InputBuffer)
+	if c.LinkLength*float64(c.PropagationPerM) > float64(MaxDelay) {
+		return fmt.Errorf("fabric.link_length_m %g: at %v per metre the propagation delay exceeds %v", c.LinkLength, c.PropagationPerM, MaxDelay)
 	}
-	if c.OutputBuffer < 0 || c.EscapeVLBuffer < 0 {
-		return fmt.Errorf("fabric: output_buffer and escape_vl_buffer must not be negative")
+	for _, b := range []struct {
+		key      string
+		v        units.Bytes
+		positive bool
+	}{{"input_buffer", c.InputBuffer, true}, {"output_buffer", c.OutputBuffer, false}, {"escape_vl_buffer", c.EscapeVLBuffer, false},
+		{"nic_buffer", c.NICBuffer, true}, {"credit_block", c.CreditBlock, true}, {"credit_packet", c.CreditPacket, true}} {
+		switch {
+		case b.positive && b.v <= 0:
+			return fmt.Errorf("fabric.%s %v: must be positive", b.key, b.v)
+		case b.v < 0:
+			return fmt.Errorf("fabric.%s %v: must not be negative", b.key, b.v)
+		case b.v > MaxBufferBytes:
+			return fmt.Errorf("fabric.%s %v: at most %v (buffers are counted in 32-bit credit blocks)", b.key, b.v, units.Bytes(MaxBufferBytes))
+		}
 	}
-	if c.NICBuffer <= 0 {
-		return fmt.Errorf("fabric.nic_buffer %v: must be positive", c.NICBuffer)
+	if c.CreditBlock > c.InputBuffer || c.CreditBlock > c.NICBuffer {
+		return fmt.Errorf("fabric.credit_block %v: larger than the input buffer %v or the NIC buffer %v it counts", c.CreditBlock, c.InputBuffer, c.NICBuffer)
 	}
-	if c.CreditPacket <= 0 {
-		return fmt.Errorf("fabric.credit_packet %v: must be positive", c.CreditPacket)
+	if math.IsNaN(c.CrossbarSpeedup) || c.CrossbarSpeedup <= 0 || c.CrossbarSpeedup > MaxCrossbarSpeedup {
+		return fmt.Errorf("fabric.crossbar_speedup %g: want more than 0, at most %g", c.CrossbarSpeedup, MaxCrossbarSpeedup)
 	}
-	if c.CrossbarSpeedup <= 0 {
-		return fmt.Errorf("fabric.crossbar_speedup %g: must be positive", c.CrossbarSpeedup)
+	if c.DeadlockTimeout == 0 {
+		return fmt.Errorf("fabric.deadlock_timeout %v: must be positive", c.DeadlockTimeout)
 	}
 	arch, err := lookupArch(c.Switch)
 	if err != nil {
@@ -155,9 +254,6 @@ func (c Config) Validate() error {
 	}
 	if _, err := parseAllocator(c.Allocator); err != nil {
 		return fmt.Errorf("fabric.allocator: %w", err)
-	}
-	if c.DeadlockTimeout <= 0 {
-		return fmt.Errorf("fabric.deadlock_timeout %v: must be positive", c.DeadlockTimeout)
 	}
 	if arch.Name == "recn" {
 		if err := c.RECN.Validate(); err != nil {

@@ -328,6 +328,9 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.CheckPacket(maxPacket); err != nil {
+		return nil, err
+	}
 	info, _ := lookupArch(cfg.Switch) // Validate checked the names
 	if info.NeedsDeterministic && r.Mode() != route.Deterministic {
 		return nil, fmt.Errorf("fabric.switch %s needs routing.mode deterministic: it names a congested subpath by the turns of a source route fixed at injection (%s), which adaptive routing does not have", cfg.Switch, info.Source)
@@ -357,6 +360,9 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 			escBlocks := maxBlocks
 			if cfg.EscapeVLBuffer > 0 {
 				escBlocks = int32(int64(cfg.EscapeVLBuffer) / int64(f.blockBytes))
+			}
+			if int64(esc)*int64(escBlocks) > int64(totalBlocks) {
+				return nil, fmt.Errorf("fabric.escape_vl_buffer %v: %d escape lanes of it do not fit in the %s of %v", cfg.EscapeVLBuffer, esc, what, total)
 			}
 			rest := totalBlocks - int32(esc)*escBlocks
 			for v := range caps {

@@ -6,8 +6,13 @@ import (
 	"fmt"
 	"math/bits"
 	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/fabric/route"
@@ -227,15 +232,75 @@ func FormatBytes(n int64) string {
 	return strconv.FormatFloat(v, 'f', 0, 64) + " " + units[i]
 }
 
-// AvailableMemory is the memory a run may use: MemAvailable from
-// /proc/meminfo, or the cgroup's limit less its usage when that is lower.
-// It returns 0 when neither can be read (no check is then made).
+// AvailableMemory is the memory a run may use: the smallest of
+// MemAvailable from /proc/meminfo and the process's own limits
+// (ProcessLimit). It returns 0 when none can be read (no check is then
+// made).
 func AvailableMemory() int64 {
-	avail := procKB("/proc/meminfo", "MemAvailable:")
-	if lim := cgroupFree(); lim > 0 && (avail == 0 || lim < avail) {
-		avail = lim
-	}
+	avail, _ := AvailableMemoryWhy()
 	return avail
+}
+
+// AvailableMemoryWhy is AvailableMemory with the name of the limit that
+// sets it ("available", "RLIMIT_AS", "cgroup memory.max", ...).
+func AvailableMemoryWhy() (int64, string) {
+	avail, why := procKB("/proc/meminfo", "MemAvailable:"), "available"
+	if lim, what := ProcessLimit(); lim > 0 && (avail == 0 || lim < avail) {
+		avail, why = lim, what
+	}
+	return avail, why
+}
+
+// ProcessLimit is the memory this process may still take by its own
+// limits, and which one binds: RLIMIT_AS less the address space mapped
+// (VmSize), RLIMIT_DATA less the data mapped (VmData), and for its cgroup
+// and every ancestor, memory.max (v2) or memory.limit_in_bytes (v1) less
+// the usage. A Slurm task with --mem or a Kubernetes pod with a memory
+// limit is such a cgroup; ulimit -v sets RLIMIT_AS. 0 when none is set.
+func ProcessLimit() (int64, string) {
+	best, why := int64(0), ""
+	take := func(v int64, what string) {
+		if v > 0 && (best == 0 || v < best) {
+			best, why = v, what
+		}
+	}
+	for _, r := range []struct {
+		res  int
+		name string
+		key  string
+	}{{syscall.RLIMIT_AS, "RLIMIT_AS", "VmSize:"}, {syscall.RLIMIT_DATA, "RLIMIT_DATA", "VmData:"}} {
+		var rl syscall.Rlimit
+		if err := syscall.Getrlimit(r.res, &rl); err != nil || rl.Cur == ^uint64(0) || rl.Cur >= 1<<62 {
+			continue
+		}
+		take(max(int64(rl.Cur)-procKB("/proc/self/status", r.key), 1), r.name)
+	}
+	if v, what := cgroupFree(); v > 0 {
+		take(v, what)
+	}
+	return best, why
+}
+
+// SetRuntimeLimit sets the Go runtime's soft memory limit from the
+// process's own limits (ProcessLimit plus what the process holds now),
+// so that the collector works harder before a cgroup or rlimit kills the
+// process. GOMEMLIMIT, when set, is left alone. It returns the limit set
+// (0: none).
+func SetRuntimeLimit() int64 {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	lim, _ := ProcessLimit()
+	if lim <= 0 {
+		return 0
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	// The soft limit covers all memory the runtime maps; keep a tenth
+	// in reserve for what it does not control (stacks of threads, C).
+	total := (lim + int64(ms.Sys)) / 10 * 9
+	debug.SetMemoryLimit(total)
+	return total
 }
 
 // PeakRSS is the peak resident set of this process so far (VmHWM of
@@ -263,7 +328,11 @@ func procKB(path, key string) int64 {
 	return 0
 }
 
-func cgroupFree() int64 {
+// cgroupFree is the memory left under the tightest memory limit of this
+// process's cgroup and its ancestors (v2 memory.max less memory.current,
+// v1 memory.limit_in_bytes less memory.usage_in_bytes), and which file
+// set it; 0 when no limit is set.
+func cgroupFree() (int64, string) {
 	read := func(p string) int64 {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -275,15 +344,45 @@ func cgroupFree() int64 {
 		}
 		return v
 	}
-	for _, d := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
-		lim := read(d)
+	best, why := int64(0), ""
+	level := func(dir, limit, usage string) {
+		lim := read(filepath.Join(dir, limit))
 		if lim <= 0 || lim >= 1<<60 {
+			return
+		}
+		free := max(lim-read(filepath.Join(dir, usage)), 1)
+		if best == 0 || free < best {
+			best, why = free, "cgroup "+limit
+		}
+	}
+	// Walk from the process's own cgroup up to the root of the mounted
+	// hierarchy: a limit anywhere above applies.
+	walk := func(root, path, limit, usage string) {
+		for p := filepath.Clean("/" + path); ; p = filepath.Dir(p) {
+			level(filepath.Join(root, p), limit, usage)
+			if p == "/" {
+				return
+			}
+		}
+	}
+	b, _ := os.ReadFile("/proc/self/cgroup")
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
 			continue
 		}
-		used := read(strings.Replace(strings.Replace(d, "memory.max", "memory.current", 1), "limit_in_bytes", "usage_in_bytes", 1))
-		return max(lim-used, 1)
+		switch {
+		case f[0] == "0" && f[1] == "":
+			walk("/sys/fs/cgroup", f[2], "memory.max", "memory.current")
+		case slices.Contains(strings.Split(f[1], ","), "memory"):
+			walk("/sys/fs/cgroup/memory", f[2], "memory.limit_in_bytes", "memory.usage_in_bytes")
+		}
 	}
-	return 0
+	// Inside a container the process's path may not exist under the
+	// mount (cgroup namespace); the mount's root is then its cgroup.
+	level("/sys/fs/cgroup", "memory.max", "memory.current")
+	level("/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes")
+	return best, why
 }
 
 // CheckMemory refuses a run whose estimate (times jobs run at once)
@@ -292,9 +391,12 @@ func CheckMemory(m *Model, e MemoryEstimate, jobs int, maxMemory int64) error {
 	need := mul(e.Bytes, int64(max(jobs, 1)))
 	limit, what := maxMemory, "--max-memory"
 	if limit <= 0 {
-		limit, what = AvailableMemory(), "available"
+		limit, what = AvailableMemoryWhy()
 		if limit <= 0 {
 			return nil
+		}
+		if what != "available" {
+			what = "available under " + what
 		}
 	}
 	if need <= limit {

@@ -21,6 +21,7 @@ import (
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/fabric/route"
 	"github.com/fabemu/fabemu/fabric/topo"
+	"github.com/fabemu/fabemu/internal/params"
 	"github.com/fabemu/fabemu/nic"
 )
 
@@ -40,6 +41,9 @@ func (m *Model) ModelConfig() *Model { return m }
 
 // Validate checks topology, routing, fabric and NIC.
 func (m *Model) Validate() error {
+	if err := params.CheckFinite(m); err != nil {
+		return err
+	}
 	if err := m.Topology.Validate(); err != nil {
 		return err
 	}
@@ -49,7 +53,14 @@ func (m *Model) Validate() error {
 	if err := m.Fabric.Validate(); err != nil {
 		return err
 	}
-	return m.NIC.Validate()
+	if err := m.NIC.Validate(); err != nil {
+		return err
+	}
+	// What the fabric derives from the largest packet (serialization
+	// times, buffers in whole credit blocks) is checked here too, so that
+	// an unrepresentable value is refused before the memory estimate or
+	// any building.
+	return m.Fabric.CheckPacket(m.NIC.MaxPacket())
 }
 
 // RunConfig is how long and with which seed a run goes.
@@ -94,6 +105,9 @@ type SimConfig struct {
 
 // Validate checks every part.
 func (c *SimConfig) Validate() error {
+	if err := params.CheckFinite(c); err != nil {
+		return err
+	}
 	if err := c.Model.Validate(); err != nil {
 		return err
 	}
@@ -102,6 +116,9 @@ func (c *SimConfig) Validate() error {
 	}
 	if c.Run.Warmup < 0 || c.Run.Bin < 0 {
 		return fmt.Errorf("run.warmup and run.bin must not be negative")
+	}
+	if err := CheckBins(c.Run.Duration, c.Run.Bin); err != nil {
+		return err
 	}
 	if c.Run.Drain < 0 {
 		return fmt.Errorf("run.drain %v: must not be negative", c.Run.Drain)

@@ -55,6 +55,11 @@ func NewSessionVia(tc topo.Config, rc route.Config, fc fabric.Config, nc nic.Con
 	if err := nc.Delivery.Validate(); err != nil {
 		return nil, err
 	}
+	if end != des.Never { // an open-ended run checks its bins itself
+		if err := CheckBins(end-warmup, bin); err != nil {
+			return nil, err
+		}
+	}
 	nc.Delivery.Mode, rc.Mode = nc.Delivery.Effective(rc.Mode)
 	t, err := topo.Build(tc)
 	if err != nil {
@@ -101,6 +106,20 @@ func (s *Session) Drain(limit, step des.Time) (des.Time, bool, error) {
 		}
 	}
 	return s.Metrics.LastDelivered, s.Metrics.AllDelivered >= s.Net.Generated, nil
+}
+
+// MaxBins bounds the time series of a run: each bin keeps a row of
+// counters per run, so run.bin=1ps over a millisecond (10^9 bins) took
+// gigabytes the memory estimate did not see.
+const MaxBins = 1_000_000
+
+// CheckBins refuses a time-series bin that would cut span into more than
+// MaxBins bins (bin 0 means span/50 and is always fine).
+func CheckBins(span, bin des.Time) error {
+	if bin > 0 && span > 0 && span/bin >= MaxBins {
+		return fmt.Errorf("run.bin %v: %v of measured time would make %d time-series bins, more than %d; widen the bin", bin, span, span/bin, MaxBins)
+	}
+	return nil
 }
 
 // Progress is called now and then during a run with the simulated time

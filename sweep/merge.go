@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/fabemu/fabemu/experiment"
+	"github.com/fabemu/fabemu/internal/inputfile"
 )
 
 // Merged is a sweep's merged result: the experiment's definition and
@@ -163,7 +163,7 @@ func (m *Merged) Encode() ([]byte, error) {
 
 // ReadMerged reads a merged result file.
 func ReadMerged(path string) (*Merged, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile(path, inputfile.ResultLimit)
 	if err != nil {
 		return nil, err
 	}

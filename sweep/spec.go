@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/fabemu/fabemu/experiment"
+	"github.com/fabemu/fabemu/internal/inputfile"
 	"github.com/fabemu/fabemu/internal/params"
 )
 
@@ -85,7 +86,7 @@ func ParseSpec(data []byte, name string) (*Spec, error) {
 // LoadSpec reads a sweep spec file. As a shorthand, the name of an
 // embedded experiment is a spec sweeping that experiment.
 func LoadSpec(path string) (*Spec, string, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile(path, inputfile.ConfigLimit)
 	if err != nil {
 		if os.IsNotExist(err) && !strings.ContainsAny(path, "/.") {
 			for _, n := range experiment.Embedded() {

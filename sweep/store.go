@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/fabemu/fabemu/experiment"
+	"github.com/fabemu/fabemu/internal/inputfile"
 )
 
 // Schemas of the result files.
@@ -97,7 +98,7 @@ type shardFile struct {
 // Only an unreadable file is an error; a partial one is reported in
 // problem.
 func readShardFile(path string) (*shardFile, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile(path, inputfile.ResultLimit)
 	if err != nil {
 		return nil, err
 	}

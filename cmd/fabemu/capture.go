@@ -58,6 +58,12 @@ func newCaptureCmd() *cobra.Command {
 			if ringMiB < 1 || ringMiB > 1024 {
 				return fmt.Errorf("capture: --ring-mib %d: must be 1..1024", ringMiB)
 			}
+			if snaplen < 1 || snaplen > bpf.MaxSnaplen {
+				return fmt.Errorf("capture: --snaplen %d: must be 1..%d", snaplen, bpf.MaxSnaplen)
+			}
+			if err := checkOutputs(nil, output{"--out", out}, output{"--json", jsonOut}); err != nil {
+				return fmt.Errorf("capture: %w", err)
+			}
 			c, err := bpf.OpenCapture(bpf.CaptureConfig{Netns: netns, Iface: iface, Filter: filter,
 				Snaplen: snaplen, RingBytes: ringMiB << 20, Attach: mode})
 			if err != nil {
@@ -84,7 +90,8 @@ func newCaptureCmd() *cobra.Command {
 				printBPFCaptureStats(cmd.OutOrStdout(), st, out)
 				if jsonOut != "" {
 					if err := writeJSONFile(jsonOut, cmd.OutOrStdout(), st); err != nil && werr == nil {
-						werr = err
+						// Named by its own path (the error does), not the pcap's.
+						return fmt.Errorf("capture: --json: %w", err)
 					}
 				}
 			}

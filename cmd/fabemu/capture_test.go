@@ -20,7 +20,13 @@ func TestCaptureOrderBadFlags(t *testing.T) {
 		{[]string{"capture", "--iface", "lo", "--out", "x", "--attach", "xdp"}, `attach mode "xdp"`},
 		{[]string{"capture", "--iface", "lo", "--out", "x", "--ring-mib", "0"}, "--ring-mib 0"},
 		{[]string{"order"}, "--iface is required"},
-		{[]string{"order", "--iface", "lo", "--interval", "0s"}, "--interval must be positive"},
+		{[]string{"order", "--iface", "lo", "--interval", "0s"}, "--interval 0s: want at least 100ms"},
+		{[]string{"order", "--iface", "lo", "--interval", "1ns"}, "--interval 1ns: want at least 100ms"},
+		{[]string{"order", "--iface", "lo", "--top", "0"}, "--top 0: want at least 1"},
+		{[]string{"order", "--iface", "lo", "--max-flows", "0"}, "--max-flows 0"},
+		{[]string{"capture", "--iface", "lo", "--out", "x", "--snaplen", "0"}, "--snaplen 0"},
+		{[]string{"trace", "stats", "testdata/capture-small.pcap", "--sort-window", "-1"}, "--sort-window -1"},
+		{[]string{"trace", "stats", "testdata/capture-small.pcap", "--spc-block", "0"}, "--spc-block 0"},
 	} {
 		root := newRoot()
 		var out bytes.Buffer

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -54,8 +55,8 @@ The daemon answers the setting in effect, or a one-line error.`,
 				return fmt.Errorf("%s cannot change at runtime: %s", key, why)
 			}
 			load, err := strconv.ParseFloat(val, 64)
-			if err != nil {
-				return fmt.Errorf("background.load=%s: not a number", val)
+			if err != nil || math.IsNaN(load) || math.IsInf(load, 0) || load < 0 {
+				return fmt.Errorf("background.load=%s: want a finite load of 0 or more", val)
 			}
 			body, err := json.Marshal(emu.BackgroundRequest{Load: &load})
 			if err != nil {

@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/fabemu/fabemu/internal/outfile"
+	"github.com/fabemu/fabemu/model"
 	"github.com/spf13/cobra"
 )
 
@@ -39,11 +41,19 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
+	// Under a cgroup memory limit or an rlimit, the collector must work
+	// harder before the limit kills the process (GOMEMLIMIT overrides).
+	model.SetRuntimeLimit()
 	// Tables and messages go to standard output through a writer that
 	// keeps the first error, so "fabemu ... > /dev/full" fails too.
 	stdout := &checkedWriter{w: os.Stdout}
 	root := newRoot()
 	root.SetOut(stdout)
+	if cmd, _, err := root.Find(os.Args[1:]); err == nil && !ownSignals[cmd.CommandPath()] {
+		// SIGINT or SIGTERM removes the temporary files of outputs
+		// being written before the process ends.
+		defer outfile.RemoveOnSignal()()
+	}
 	err := root.Execute()
 	if err == nil && stdout.err != nil {
 		err = stdout.err // names /dev/stdout
@@ -53,6 +63,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// ownSignals are the commands that handle SIGINT and SIGTERM themselves,
+// stopping gracefully and committing their outputs.
+var ownSignals = map[string]bool{"fabemu run": true, "fabemu capture": true, "fabemu stat": true, "fabemu order": true}
 
 // oneLine keeps an error to the one line a failed command prints: a
 // configuration with several problems reports the first and how many

@@ -50,8 +50,17 @@ func newOrderCmd() *cobra.Command {
 			if iface == "" {
 				return errors.New("order: --iface is required")
 			}
-			if interval <= 0 || duration < 0 || top < 1 {
-				return errors.New("order: --interval must be positive, --duration not negative, --top at least 1")
+			// One message per flag, naming it; an interval under 100 ms
+			// floods the terminal (1ns printed 30,000 tables a second).
+			switch {
+			case interval < minOrderInterval:
+				return fmt.Errorf("order: --interval %v: want at least %v", interval, minOrderInterval)
+			case duration < 0:
+				return fmt.Errorf("order: --duration %v: must not be negative", duration)
+			case top < 1:
+				return fmt.Errorf("order: --top %d: want at least 1", top)
+			case maxFlows < 1 || maxFlows > 1<<20:
+				return fmt.Errorf("order: --max-flows %d: want 1..%d (0 is not the default)", maxFlows, 1<<20)
 			}
 			mode, err := bpf.ParseAttach(attach)
 			if err != nil {
@@ -122,6 +131,9 @@ func newOrderCmd() *cobra.Command {
 	fl.StringVar(&attach, "attach", "auto", "how to attach: auto (tcx, else clsact), tcx or tc")
 	return cmd
 }
+
+// minOrderInterval is the shortest --interval of fabemu order.
+const minOrderInterval = 100 * time.Millisecond
 
 func printOrderTable(w io.Writer, at time.Duration, flows []bpf.FlowOrder, top int) {
 	fmt.Fprintf(w, "\n%.1f s, %d flows\n", at.Seconds(), len(flows))

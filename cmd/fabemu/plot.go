@@ -20,6 +20,9 @@ func newPlotCmd() *cobra.Command {
   fabemu plot merged.json --plot table1.svg --json table1.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutputs(args, output{"--json", jsonPath}, output{"--plot", plot}); err != nil {
+				return err
+			}
 			m, err := sweep.ReadMerged(args[0])
 			if err != nil {
 				return err

@@ -218,6 +218,9 @@ func writeReplayTable(w io.Writer, s *replay.ReplaySummary, notes []model.Note) 
 	r := c.Replay
 	cfgSec := report.Section{Title: "Configuration"}
 	cfgSec.Add("trace", fmt.Sprintf("%s (%s), %s records in the window", s.Trace.Name, s.Trace.Format, report.FormatInt(s.Trace.Records)), "")
+	if s.Trace.Skipped > 0 {
+		cfgSec.Add("skipped before the window", report.FormatInt(s.Trace.Skipped), "records before --from, read and not replayed")
+	}
 	cfgSec.Add("compression factor", report.FormatFloat(r.Compression, 6), "")
 	win := "whole trace"
 	if r.From != 0 || r.To != 0 || r.Limit != 0 {
@@ -289,7 +292,7 @@ func writeReplayTable(w io.Writer, s *replay.ReplaySummary, notes []model.Note) 
 	}
 	res.Add("peak outstanding requests", report.FormatInt(int64(s.PeakOutstanding)), "")
 	if s.LateRecords > 0 {
-		res.Add("late (out-of-order) records", report.FormatUint(s.LateRecords), "")
+		res.Add("late (out-of-order) records", report.FormatUint(s.LateRecords), "stamped before an earlier record; issued at its time")
 	}
 	res.Add("accepted traffic", f3(s.AcceptedBytesPerNsPerSwitch), "bytes/ns/switch (payload, over the execution time)")
 	res.Add("request latency mean / p50 / p99 / max", latStr(s.LatencyNs), "ns (issue to reply delivered)")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -81,10 +82,11 @@ namespaces).`,
 			if err != nil {
 				return err
 			}
+			if err := checkOutputs([]string{f.config, cfg.Background.Trace}, output{"--cpuprofile", f.cpuprofile},
+				output{"pcap_out", cfg.PcapOut}); err != nil {
+				return err
+			}
 			if f.cpuprofile != "" {
-				if err := checkOutputs([]string{f.config}, output{"--cpuprofile", f.cpuprofile}); err != nil {
-					return err
-				}
 				pf, err := outfile.Create(f.cpuprofile, cmd.OutOrStdout())
 				if err != nil {
 					return fmt.Errorf("--cpuprofile: %w", err)
@@ -196,13 +198,16 @@ func (f *runFlags) resolve(cmd *cobra.Command) (emu.RunConfig, error) {
 		cfg.Pacing.DilationAuto = true
 	default:
 		d, err := strconv.ParseFloat(f.dilation, 64)
-		if err != nil {
-			return cfg, fmt.Errorf("--dilation %q: want a number (wall seconds per simulated second) or auto", f.dilation)
+		if err != nil || math.IsNaN(d) || math.IsInf(d, 0) {
+			return cfg, fmt.Errorf("--dilation %q: want a finite number (wall seconds per simulated second) or auto", f.dilation)
 		}
 		cfg.Pacing.Dilation, cfg.Pacing.DilationAuto = d, false
 	}
 	if f.precise {
 		cfg.Pacing.PreciseTimer = true
+	}
+	if f.rtprio < -1 {
+		return cfg, fmt.Errorf("--realtime-priority %d: want 1-99, or 0 for off", f.rtprio)
 	}
 	if f.rtprio >= 0 {
 		cfg.Pacing.RealtimePriority = f.rtprio

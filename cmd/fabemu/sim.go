@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -47,8 +48,15 @@ With --sweep-load FROM:TO:STEP it runs one simulation per offered load
 			if f.listPresets {
 				return listPresets(cmd.OutOrStdout())
 			}
+			if err := f.checkSweepFlags(cmd); err != nil {
+				return err
+			}
+			plot := output{"--plot", f.plot}
+			if f.sweep != "" && f.plot == "" {
+				plot = output{"the default plot", defaultSweepPlot}
+			}
 			if err := checkOutputs([]string{f.model.config}, output{"--json", f.jsonPath},
-				output{"--timeseries", f.timeseries}, output{"--plot", f.plot}); err != nil {
+				output{"--timeseries", f.timeseries}, plot); err != nil {
 				return err
 			}
 			cfg, res, err := f.model.resolveSim(cmd)
@@ -103,7 +111,7 @@ With --sweep-load FROM:TO:STEP it runs one simulation per offered load
 	fs.StringVar(&f.jsonPath, "json", "", "write the JSON summary to PATH (- for stdout)")
 	fs.StringVar(&f.timeseries, "timeseries", "", "write accepted and offered traffic and switch efficiency per time bin to PATH (.csv, else JSON lines)")
 	fs.StringVar(&f.sweep, "sweep-load", "", "run a load sweep FROM:TO:STEP, e.g. 0.1:1.0:0.1")
-	fs.StringVar(&f.plot, "plot", "", "with --sweep-load: write the latency vs accepted traffic plot to PATH (.svg or .png; default sweep.svg)")
+	fs.StringVar(&f.plot, "plot", "", "with --sweep-load: write the latency vs accepted traffic plot to PATH (.svg or .png; default sweep.svg, which is never overwritten unless named)")
 	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "with --sweep-load: simulations run at once")
 	return cmd
 }
@@ -224,6 +232,43 @@ func writeTimeseries(path string, s *synth.Summary) error {
 
 // parseRange parses FROM:TO:STEP into the list of values, inclusive of TO
 // within rounding.
+// defaultSweepPlot is where a load sweep's plot goes without --plot; an
+// existing file of that name is never overwritten by default.
+const defaultSweepPlot = "sweep.svg"
+
+// checkSweepFlags refuses, before anything runs (under --dry-run too),
+// the flag combinations that were silently accepted: --plot without
+// --sweep-load, --timeseries beside it, --load beside
+// --sweep-load (which sets the load itself), a bad --sweep-load, a
+// negative --jobs, and a default plot path that would overwrite a file.
+func (f *simFlags) checkSweepFlags(cmd *cobra.Command) error {
+	fs := cmd.Flags()
+	if f.jobs < 1 {
+		return fmt.Errorf("--jobs %d: want at least 1", f.jobs)
+	}
+	if f.sweep == "" {
+		if fs.Changed("plot") {
+			return fmt.Errorf("--plot %s: only a load sweep (--sweep-load) writes a plot", f.plot)
+		}
+		return nil
+	}
+	if _, err := parseRange(f.sweep); err != nil {
+		return err
+	}
+	if fs.Changed("load") {
+		return fmt.Errorf("--load with --sweep-load %s: the sweep sets the load of each run; drop one", f.sweep)
+	}
+	if f.timeseries != "" {
+		return fmt.Errorf("--timeseries with --sweep-load: a sweep writes no time series; drop one")
+	}
+	if f.plot == "" {
+		if _, err := os.Lstat(defaultSweepPlot); err == nil {
+			return fmt.Errorf("%s exists: a load sweep writes its plot there by default; name the plot with --plot (the same path to overwrite it)", defaultSweepPlot)
+		}
+	}
+	return nil
+}
+
 func parseRange(s string) ([]float64, error) {
 	parts := strings.Split(s, ":")
 	if len(parts) != 3 {
@@ -232,8 +277,8 @@ func parseRange(s string) ([]float64, error) {
 	var v [3]float64
 	for i, p := range parts {
 		x, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil {
-			return nil, fmt.Errorf("--sweep-load %q: %q is not a number", s, p)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("--sweep-load %q: %q is not a finite number", s, p)
 		}
 		v[i] = x
 	}
@@ -314,7 +359,7 @@ func runSweep(w io.Writer, cfg model.SimConfig, f simFlags) error {
 	}
 	plotPath := f.plot
 	if plotPath == "" {
-		plotPath = "sweep.svg"
+		plotPath = defaultSweepPlot
 	}
 	title := fmt.Sprintf("%s, %s, %s", res.Points[0].Topology.Describe, cfg.Routing.Mode, cfg.Traffic.Pattern)
 	if err := report.LinePlot(plotPath, title, "accepted traffic (bytes/ns/switch)", "average latency (ns)",

@@ -81,16 +81,21 @@ func statOnce(ctx context.Context, w io.Writer, socket string, asJSON, redraw bo
 	if err != nil {
 		return err
 	}
+	var st emu.Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		return fmt.Errorf("daemon at %s: bad status: %w", socket, err)
+	}
+	// Another schema would decode into a table of zeros: refuse it, for
+	// --json too (a script reading it expects this schema).
+	if st.Schema != emu.StatusSchema {
+		return fmt.Errorf("daemon at %s: status schema %q, want %q (a different fabemu version?)", socket, st.Schema, emu.StatusSchema)
+	}
 	if asJSON {
 		if redraw {
 			body = append(bytes.TrimSpace(body), '\n')
 		}
 		_, err := w.Write(body)
 		return err
-	}
-	var st emu.Status
-	if err := json.Unmarshal(body, &st); err != nil {
-		return fmt.Errorf("daemon at %s: bad status: %w", socket, err)
 	}
 	if redraw {
 		fmt.Fprint(w, "\x1b[H\x1b[2J") // cursor home, clear screen

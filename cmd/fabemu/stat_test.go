@@ -68,8 +68,10 @@ func TestStatWatch(t *testing.T) {
 	if err != nil {
 		t.Fatalf("stat --watch: %v", err)
 	}
-	if n := strings.Count(out, "\x1b[H\x1b[2J"); n < 3 || n > 6 {
-		t.Errorf("%d redraws in 450 ms at 100 ms; want 3 to 6", n)
+	// At most one redraw per interval (plus the first); a loaded machine
+	// may manage fewer, so the lower bound is one, not a rate.
+	if n := strings.Count(out, "\x1b[H\x1b[2J"); n < 1 || n > 6 {
+		t.Errorf("%d redraws in 450 ms at 100 ms; want 1 to 6", n)
 	}
 	if !strings.Contains(out, "Current rates over the last") || !strings.Contains(out, "valid 100.0% of the time") {
 		t.Errorf("no current rates or validity in:\n%s", out)
@@ -79,7 +81,7 @@ func TestStatWatch(t *testing.T) {
 		t.Fatalf("stat --watch --json: %v", err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) < 3 {
+	if len(lines) < 1 || len(lines) > 6 {
 		t.Fatalf("%d JSON lines", len(lines))
 	}
 	for _, l := range lines {
@@ -90,5 +92,25 @@ func TestStatWatch(t *testing.T) {
 	}
 	if _, err := run(t, "stat", "--socket", sock, "--watch", "--interval", "10ms"); err == nil || !strings.Contains(err.Error(), "at least 100ms") {
 		t.Errorf("--interval 10ms: %v", err)
+	}
+}
+
+// fabemu stat refuses a status of another schema (before, {"schema":
+// "other/v9"} printed a table of zeros), for the table and --json alike.
+func TestStatChecksSchema(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "api.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`{"schema":"other/v9"}`))
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	for _, args := range [][]string{{"stat", "--socket", sock}, {"stat", "--socket", sock, "--json"}} {
+		if _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), `status schema "other/v9"`) {
+			t.Errorf("%v: %v, want the schema refused", args, err)
+		}
 	}
 }

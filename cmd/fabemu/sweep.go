@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
 
+	"github.com/fabemu/fabemu/internal/outfile"
 	"github.com/fabemu/fabemu/internal/report"
 	"github.com/fabemu/fabemu/sweep"
 	"github.com/spf13/cobra"
@@ -162,6 +164,9 @@ func newSweepMergeCmd() *cobra.Command {
   fabemu plot merged.json --plot figure.svg`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutputs(args, output{"--out", out}); err != nil {
+				return err
+			}
 			m, err := sweep.MergeWith(sweep.MergeOptions{AllowMixedVersions: mixed}, args...)
 			if err != nil {
 				return err
@@ -174,7 +179,7 @@ func newSweepMergeCmd() *cobra.Command {
 				_, err = cmd.OutOrStdout().Write(b)
 				return err
 			}
-			if err := os.WriteFile(out, b, 0o644); err != nil {
+			if err := outfile.Write(out, cmd.OutOrStdout(), func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "merged %d points of sweep %s (plan %s) from %s into %s\n",

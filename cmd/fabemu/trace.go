@@ -60,6 +60,12 @@ func (f *readFlags) open(paths []string) (tracefmt.Reader, error) {
 	if f.blkAction != "Q" && f.blkAction != "D" {
 		return nil, fmt.Errorf("--blkparse-action must be Q or D, not %q", f.blkAction)
 	}
+	if f.spcBlock < 1 || f.spcBlock > 1<<20 {
+		return nil, fmt.Errorf("--spc-block %d: want 1..1048576 bytes per LBA", f.spcBlock)
+	}
+	if f.sortWindow < 0 {
+		return nil, fmt.Errorf("--sort-window %d: want 0 (file order) or a record count", f.sortWindow)
+	}
 	opts := tracefmt.Options{BlkparseAction: f.blkAction[0], SPCBlockSize: f.spcBlock, SortWindow: f.sortWindow}
 	return tracefmt.OpenFiles(paths, format, opts)
 }
@@ -305,6 +311,13 @@ func copyTrace(w tracefmt.Writer, r tracefmt.Reader) (int64, error) {
 	}
 }
 
+// maxGenRecords bounds trace gen --records (some 50 GB of CSV), and
+// maxGenSpan the time the generated trace spans.
+const (
+	maxGenRecords = 1_000_000_000
+	maxGenSpan    = 100 * 365 * 24 * time.Hour
+)
+
 func newTraceGenCmd() *cobra.Command {
 	var (
 		like, to, sizes string
@@ -349,8 +362,14 @@ func newTraceGenCmd() *cobra.Command {
 					return err
 				}
 			}
-			if records <= 0 {
-				return fmt.Errorf("--records must be positive")
+			if records <= 0 || records > maxGenRecords {
+				return fmt.Errorf("--records %d: want 1..%d", records, maxGenRecords)
+			}
+			if base.Rate > 0 {
+				// The arrival times are int64 nanoseconds (292 years).
+				if span := float64(records) / base.Rate; span > maxGenSpan.Seconds() {
+					return fmt.Errorf("--records %d at --rate %g/s span %.3g s, more than the %v a trace's nanosecond times hold here", records, base.Rate, span, maxGenSpan)
+				}
 			}
 			if err := checkOutputs(nil, output{"output", args[0]}); err != nil {
 				return err

@@ -35,6 +35,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -263,6 +264,9 @@ func Create(cfg Config) (d *Device, err error) {
 		}
 		d.ownNetns = true
 		undo = append(undo, func() { _ = netnsutil.Delete(cfg.Netns) })
+		if err := markNetns(cfg.Netns); err != nil {
+			return nil, fmt.Errorf("tap %s: %w", cfg.Name, err)
+		}
 	}
 
 	// The device is created in our own namespace, so a stale device there
@@ -350,6 +354,12 @@ func Create(cfg Config) (d *Device, err error) {
 	if err := host.LinkSetMTU(link, mtu); err != nil {
 		return nil, fmt.Errorf("tap %s: setting MTU %d: %w", cfg.Name, mtu, err)
 	}
+	// The mark that lets a later run reclaim the device after a crash
+	// (reclaim deletes nothing without it). The alias moves with the
+	// device into its namespace.
+	if err := host.LinkSetAlias(link, Mark); err != nil {
+		return nil, fmt.Errorf("tap %s: marking the device as fabemu's: %w", cfg.Name, err)
+	}
 	if cfg.Netns != "" {
 		ns, err := netns.GetFromName(cfg.Netns)
 		if err != nil {
@@ -380,6 +390,63 @@ func Create(cfg Config) (d *Device, err error) {
 	return d, nil
 }
 
+// Mark is the interface alias fabemu gives every TAP device it creates:
+// only a device carrying it is reclaimed as left by an earlier run, so a
+// user's persistent TAP of the same name is never deleted.
+const Mark = "fabemu"
+
+// Marked reports whether link carries fabemu's Mark.
+func Marked(link netlink.Link) bool { return link.Attrs().Alias == Mark }
+
+// markNetns marks a namespace fabemu created: its loopback device gets
+// the alias Mark (a namespace has no other place for a label that lives
+// exactly as long as it does).
+func markNetns(nsName string) error {
+	h, err := netnsutil.Handle(nsName)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	lo, err := h.LinkByName("lo")
+	if err == nil {
+		err = h.LinkSetAlias(lo, Mark)
+	}
+	if err != nil {
+		return fmt.Errorf("marking namespace %s as fabemu's: %w", nsName, err)
+	}
+	return nil
+}
+
+// NetnsIsFabemus reports whether the named namespace is one fabemu
+// created (its loopback carries Mark) and holds nothing but loopback and
+// TAP devices carrying Mark. Otherwise what says what is there: a user's
+// namespace (`ip netns add`), or a device fabemu did not create.
+func NetnsIsFabemus(nsName string) (ok bool, what string, err error) {
+	h, err := netnsutil.Handle(nsName)
+	if err != nil {
+		return false, "", err
+	}
+	defer h.Close()
+	links, err := h.LinkList()
+	if err != nil {
+		return false, "", err
+	}
+	marked := false
+	for _, l := range links {
+		switch {
+		case l.Attrs().Name == "lo":
+			marked = Marked(l)
+		case l.Type() == "tuntap" && Marked(l):
+		default:
+			return false, fmt.Sprintf("the %s device %s, which fabemu did not create", l.Type(), l.Attrs().Name), nil
+		}
+	}
+	if !marked {
+		return false, "no fabemu mark: its loopback has no alias " + strconv.Quote(Mark), nil
+	}
+	return true, "", nil
+}
+
 // reclaim deletes a leftover TAP device named d.name in the namespace h acts
 // in (nsName, "" for our own), and refuses to touch anything else.
 func (d *Device) reclaim(h *netlink.Handle, nsName string) error {
@@ -398,6 +465,10 @@ func (d *Device) reclaim(h *netlink.Handle, nsName string) error {
 	tt, ok := link.(*netlink.Tuntap)
 	if !ok {
 		return fmt.Errorf("tap: name clash: link %s exists in %s and is a %s, not a TAP; refusing to delete it", d.name, where, link.Type())
+	}
+	if !Marked(link) {
+		return fmt.Errorf("tap: name clash: %s device %s in %s was not created by fabemu (its alias is %q, not %q); refusing to delete it: delete it yourself (ip link del %s) or choose another name",
+			tt.Mode, d.name, where, link.Attrs().Alias, Mark, d.name)
 	}
 	if busy, err := attached(tt, nsName); err != nil {
 		return fmt.Errorf("tap %s: checking whether the existing %s device in %s is in use: %w", d.name, tt.Mode, where, err)

@@ -719,3 +719,67 @@ func TestKernelDrops(t *testing.T) {
 		(<-in).Release()
 	}
 }
+
+// TestReclaimOnlyMarked: reclaim deletes only what fabemu marked. A
+// user's persistent TAP of the same name (ip tuntap add) and a user's
+// namespace (ip netns add, with a veth) are refused by name and left
+// alone; a namespace fabemu created is recognised as its own.
+func TestReclaimOnlyMarked(t *testing.T) {
+	privtest.Require(t, "TAP devices")
+	ns := newNS(t, "m") // as `ip netns add` makes it: no mark
+	h, err := netnsutil.Handle(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+
+	// A TAP is created in the namespace of the thread that opens the
+	// tun device: this one is in ours, as ip tuntap add run here makes it.
+	name := "ftm" + uniq()
+	user := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: name}, Mode: netlink.TUNTAP_MODE_TAP, Flags: netlink.TUNTAP_NO_PI}
+	if err := netlink.LinkAdd(user); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if l, err := netlink.LinkByName(name); err == nil {
+			netlink.LinkDel(l)
+		}
+	})
+	for _, f := range user.Fds {
+		f.Close() // persistent, like ip tuntap add: no process holds it
+	}
+	if _, err := Create(Config{Name: name}); err == nil || !strings.Contains(err.Error(), "was not created by fabemu") {
+		t.Fatalf("Create over a user's TAP: %v, want a refusal", err)
+	}
+	if _, err := netlink.LinkByName(name); err != nil {
+		t.Fatalf("the user's TAP was deleted: %v", err)
+	}
+
+	if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "fve" + uniq()}, PeerName: "fvp" + uniq()}); err != nil {
+		t.Skipf("cannot create a veth here: %v", err)
+	}
+	ok, what, err := NetnsIsFabemus(ns)
+	if err != nil || ok || !strings.Contains(what, "fabemu did not create") {
+		t.Errorf("a user's namespace: ours %v (%s), %v", ok, what, err)
+	}
+
+	own := "fe-tap-own-" + uniq()
+	t.Cleanup(func() {
+		if netnsutil.Exists(own) {
+			netnsutil.Delete(own)
+		}
+	})
+	d, err := Create(Config{Name: "fto" + uniq(), Netns: own, Persist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, what, err = NetnsIsFabemus(own)
+	if err != nil || !ok {
+		t.Errorf("a namespace fabemu created: ours %v (%s), %v", ok, what, err)
+	}
+	d.file.Close() // crash: the persistent, marked TAP stays
+	d2 := create(t, Config{Name: d.Name(), Netns: own, Persist: true})
+	if !d2.Reclaimed() {
+		t.Error("fabemu's own stale TAP was not reclaimed")
+	}
+}

@@ -112,6 +112,14 @@ func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
+// MaxSwitchPorts bounds the ports of a switch (and so the hosts on one);
+// MaxDimensions the dimensions of a torus or mesh (2^32 switches already
+// exceed the switch limit).
+const (
+	MaxSwitchPorts = 4096
+	MaxDimensions  = 32
+)
+
 // Dims returns the cube shape K expanded with N (K = [k], N = n gives n
 // entries of k).
 func (c *Config) Dims() []int {
@@ -135,6 +143,18 @@ func (c *Config) Validate() error {
 		{"min_radix", c.MINRadix}, {"stages", c.Stages}, {"switches", c.Switches}} {
 		if f.v < 0 {
 			return fieldErr(f.name, "%d is negative", f.v)
+		}
+	}
+	// Upper bounds, so that no count overflows when it is multiplied out
+	// (ports x switches, hosts x stages) before the memory estimate.
+	for _, f := range []struct {
+		name string
+		v    int
+		max  int
+	}{{"n", c.N, MaxDimensions}, {"hosts_per_switch", c.HostsPerSwitch, MaxSwitchPorts}, {"ports", c.Ports, MaxSwitchPorts},
+		{"min_radix", c.MINRadix, MaxSwitchPorts}, {"hosts", c.Hosts, maxSwitches}, {"stages", c.Stages, maxSwitches}} {
+		if f.v > f.max {
+			return fieldErr(f.name, "%d: at most %d", f.v, f.max)
 		}
 	}
 	switch c.Kind {

@@ -258,8 +258,10 @@ func jsonErr(name string, data []byte, err error) error {
 		return fileErr(name, lineAt(data, se.Offset), "%v", se)
 	case errors.As(err, &te):
 		return fileErr(name, lineAt(data, te.Offset), "%s: cannot use JSON %s as %s", te.Field, te.Value, te.Type)
-	case err == io.EOF:
+	case (err == io.EOF || err == io.ErrUnexpectedEOF) && len(bytes.TrimSpace(data)) == 0:
 		return fileErr(name, 0, "empty file")
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return fileErr(name, lineAt(data, int64(len(data))), "the JSON ends before its last value is closed: the file is cut short")
 	}
 	return fileErr(name, 0, "%s", strings.TrimPrefix(err.Error(), "json: "))
 }

@@ -90,6 +90,7 @@ func Create(path string, stdout io.Writer) (*File, error) {
 	if err != nil {
 		return nil, pathError("create", path, err)
 	}
+	temps.add(f.Name())
 	return &File{path: path, target: target, f: f, w: bufio.NewWriterSize(f, 64<<10), tmp: true}, nil
 }
 
@@ -115,6 +116,22 @@ func (o *File) WriteString(s string) (int, error) {
 		return 0, o.err
 	}
 	return o.Write([]byte(s))
+}
+
+// Flush writes what is buffered through to the file (not syncing it): a
+// long-running writer calls it to find a failing file early. An error is
+// sticky, as for Write.
+func (o *File) Flush() error {
+	if o.err != nil {
+		return o.err
+	}
+	if o.done {
+		return fmt.Errorf("write %s: file already committed or aborted", o.path)
+	}
+	if err := o.w.Flush(); err != nil {
+		o.err = pathError("write", o.path, err)
+	}
+	return o.err
 }
 
 // Commit flushes what was written. For a temporary file it then syncs,
@@ -156,6 +173,7 @@ func (o *File) Commit() error {
 		if err != nil {
 			os.Remove(o.f.Name())
 		}
+		temps.remove(o.f.Name())
 	}
 	o.err = err
 	return err
@@ -176,6 +194,7 @@ func (o *File) Abort() {
 		o.f.Close()
 		if o.tmp {
 			os.Remove(o.f.Name())
+			temps.remove(o.f.Name())
 		}
 	}
 }
@@ -222,7 +241,18 @@ func Check(path string, inputs ...string) error {
 		case !dst.IsDir():
 			return fmt.Errorf("create %s: %s is not a directory", path, dir)
 		}
+		// The file is written as a temporary file in dir and renamed:
+		// dir must be writable, which is better found now than after
+		// the run.
+		if err := syscall.Access(dir, 2 /* W_OK */); err != nil {
+			return pathError("create", path, err)
+		}
 		return nil
+	}
+	if err == nil && st.Mode().IsRegular() {
+		if err := syscall.Access(dir, 2 /* W_OK */); err != nil {
+			return pathError("create", path, err)
+		}
 	}
 	if err != nil {
 		return pathError("create", path, err)
@@ -242,6 +272,63 @@ func Check(path string, inputs ...string) error {
 		}
 	}
 	return nil
+}
+
+// Same reports whether paths a and b name one file: the same existing
+// file under any name (links included), or, for files not yet created,
+// the same path once the symbolic links of its directory are resolved.
+// "-", /dev/stdout and /dev/stderr name standard output and error.
+func Same(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	std := func(p string) string {
+		switch p {
+		case Stdout, "/dev/stdout":
+			return "stdout"
+		case "/dev/stderr":
+			return "stderr"
+		}
+		return ""
+	}
+	if sa, sb := std(a), std(b); sa != "" || sb != "" {
+		return sa == sb
+	}
+	if sa, err := os.Stat(a); err == nil {
+		if sb, err := os.Stat(b); err == nil {
+			return os.SameFile(sa, sb)
+		}
+		return false
+	}
+	return resolved(a) == resolved(b)
+}
+
+// resolved is path made absolute with its symbolic links resolved, a
+// dangling link to its target's path (the file itself need not exist).
+func resolved(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	for range 40 { // the kernel's limit of links on one path
+		fi, err := os.Lstat(abs)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			break
+		}
+		t, err := os.Readlink(abs)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(abs), t)
+		}
+		abs = filepath.Clean(t)
+	}
+	dir, base := filepath.Split(abs)
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		return filepath.Join(d, base)
+	}
+	return abs
 }
 
 // pathError names path (the target, not a temporary file) with the

@@ -238,3 +238,64 @@ func TestMissingDirectoryNamesTarget(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestSame(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a")
+	if err := os.WriteFile(a, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hard := filepath.Join(dir, "hard")
+	if err := os.Link(a, hard); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(dir, "dangling")
+	if err := os.Symlink("new", dangling); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Symlink(dir, sub); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{a, hard, true},
+		{a, filepath.Join(sub, "a"), true},
+		{dangling, filepath.Join(dir, "new"), true},
+		{filepath.Join(sub, "new"), filepath.Join(dir, "new"), true},
+		{filepath.Join(dir, "new"), filepath.Join(dir, "other"), false},
+		{"-", "/dev/stdout", true},
+		{"-", "/dev/stderr", false},
+		{"", "", false},
+		{a, filepath.Join(dir, "new"), false},
+	} {
+		if got := Same(c.a, c.b); got != c.want {
+			t.Errorf("Same(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+func TestTemporariesForgotten(t *testing.T) {
+	dir := t.TempDir()
+	o, err := Create(filepath.Join(dir, "out"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(Temporaries()); n != 1 {
+		t.Fatalf("%d temporaries while writing, want 1", n)
+	}
+	o.Abort()
+	if n := len(Temporaries()); n != 0 {
+		t.Errorf("%d temporaries after Abort, want 0", n)
+	}
+	o, _ = Create(filepath.Join(dir, "out"), nil)
+	o.WriteString("x")
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(Temporaries()); n != 0 {
+		t.Errorf("%d temporaries after Commit, want 0", n)
+	}
+}

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/fabemu/fabemu/internal/inputfile"
 )
 
 // maxErrors bounds how many problems one decode reports.
@@ -25,7 +26,7 @@ const maxNodes = 1 << 20
 // LoadYAML reads the YAML config file at path and decodes it on top of dst
 // (a non-nil pointer to a struct) as DecodeYAML does.
 func LoadYAML(path string, dst any) error {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile(path, inputfile.ConfigLimit)
 	if err != nil {
 		return err
 	}
@@ -319,6 +320,15 @@ func (c *checker) checkScalar(n *yaml.Node, t reflect.Type, path string) {
 				c.errorf(n, path, "cannot use %q as %s: want a whole number", n.Value, typeName(t))
 				return
 			}
+		}
+	case reflect.Float32, reflect.Float64:
+		// NaN and the infinities pass every range check written as a
+		// comparison (NaN < 0 is false), so they are refused here, for
+		// every float parameter from a file or --set alike.
+		var f float64
+		if err := n.Decode(&f); err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			c.errorf(n, path, "cannot use %q: want a finite number", n.Value)
+			return
 		}
 	}
 	if err := n.Decode(reflect.New(t).Interface()); err != nil {

@@ -23,10 +23,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fabemu/fabemu/internal/rng"
+	"github.com/fabemu/fabemu/internal/units"
 	"github.com/fabemu/fabemu/tracefmt"
 )
 
@@ -158,6 +160,15 @@ func (p Profile) MeanSize() float64 {
 	return s / w
 }
 
+// The bounds of Validate: a rate between one request in 1000 s and one
+// per nanosecond (the resolution of a trace's times), so that gaps stay
+// far inside a time.Duration; bursts of at most a million requests.
+const (
+	MinRate     = 1e-3
+	MaxRate     = 1e9
+	MaxBurstLen = 1e6
+)
+
 // offMean is the mean OFF gap that makes the long-run rate Rate.
 func (p Profile) offMean() float64 {
 	return p.BurstLen/p.Rate - (p.BurstLen-1)*p.BurstGap.Seconds()
@@ -166,8 +177,8 @@ func (p Profile) offMean() float64 {
 // Validate checks the knobs.
 func (p Profile) Validate() error {
 	switch {
-	case !(p.Rate > 0):
-		return fmt.Errorf("rate must be positive, not %v", p.Rate)
+	case !(p.Rate >= MinRate && p.Rate <= MaxRate):
+		return fmt.Errorf("rate %v: want %g..%g requests/s (a trace's times are whole nanoseconds)", p.Rate, MinRate, MaxRate)
 	case !(p.ReadFraction >= 0 && p.ReadFraction <= 1):
 		return fmt.Errorf("read fraction must be in [0,1], not %v", p.ReadFraction)
 	case len(p.Sizes) == 0:
@@ -176,8 +187,8 @@ func (p Profile) Validate() error {
 		return fmt.Errorf("disks must be in 1..65536, not %d", p.Disks)
 	case !(p.DiskSkew >= 0):
 		return fmt.Errorf("disk skew must be >= 0, not %v", p.DiskSkew)
-	case !(p.BurstLen >= 1):
-		return fmt.Errorf("burst length must be >= 1, not %v", p.BurstLen)
+	case !(p.BurstLen >= 1 && p.BurstLen <= MaxBurstLen):
+		return fmt.Errorf("burst length %v: want 1..%g requests", p.BurstLen, MaxBurstLen)
 	case p.BurstGap < 0:
 		return fmt.Errorf("burst gap must be >= 0")
 	case !(p.IdleCV >= 1):
@@ -339,13 +350,19 @@ func ParseSizes(s string) ([]SizeWeight, error) {
 		if strings.HasSuffix(sz, "k") || strings.HasSuffix(sz, "K") {
 			mult, sz = 1024, sz[:len(sz)-1]
 		}
-		var b int64
-		var w float64
-		if _, err := fmt.Sscan(sz, &b); err != nil || b <= 0 || b*mult > math.MaxInt32 {
-			return nil, fmt.Errorf("size mix entry %q: bad size", part)
+		// Whole-text parses: fmt.Sscan read "4GiB" as 4.
+		b, err := strconv.ParseInt(strings.TrimSpace(sz), 10, 64)
+		if err != nil {
+			if ub, uerr := units.ParseBytes(strings.TrimSpace(sz)); uerr == nil && mult == 1 {
+				b, err = int64(ub), nil
+			}
 		}
-		if _, err := fmt.Sscan(wt, &w); err != nil || !(w >= 0) {
-			return nil, fmt.Errorf("size mix entry %q: bad weight", part)
+		if err != nil || b <= 0 || b > math.MaxInt32/mult {
+			return nil, fmt.Errorf("size mix entry %q: want a size of 1 byte to 2 GiB (512, 4k, 8KiB)", part)
+		}
+		w, err := strconv.ParseFloat(strings.TrimSpace(wt), 64)
+		if err != nil || !(w >= 0) || math.IsInf(w, 0) {
+			return nil, fmt.Errorf("size mix entry %q: want a finite weight of 0 or more", part)
 		}
 		out = append(out, SizeWeight{int32(b * mult), w})
 	}

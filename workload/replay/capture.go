@@ -20,6 +20,7 @@ import (
 
 	"github.com/fabemu/fabemu/fabric"
 	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/internal/inputfile"
 	"github.com/fabemu/fabemu/internal/rng"
 	"github.com/fabemu/fabemu/nic"
 	"github.com/fabemu/fabemu/reorder"
@@ -41,6 +42,9 @@ const (
 func (r ReplayConfig) IsCapture() (bool, error) {
 	if r.Trace == "" {
 		return false, nil
+	}
+	if err := r.checkSeekable(); err != nil {
+		return false, err
 	}
 	f, err := tracefmt.ParseFormat(r.Format)
 	if err != nil {
@@ -68,6 +72,21 @@ func (r ReplayConfig) IsCapture() (bool, error) {
 	defer closer.Close()
 	head, _ := br.Peek(4)
 	return tracefmt.IsCapture(tracefmt.Sniff(head)), nil
+}
+
+// checkSeekable refuses a trace that cannot be read more than once: a
+// replay reads its trace to sniff the format, to scan the window and to
+// run, so a FIFO would hang on the second open (or give a truncated
+// stream to the run).
+func (r ReplayConfig) checkSeekable() error {
+	st, err := os.Stat(r.Trace)
+	if err != nil {
+		return nil // the opener reports it
+	}
+	if m := st.Mode(); m&os.ModeNamedPipe != 0 || m&os.ModeSocket != 0 {
+		return fmt.Errorf("replay.trace %s is a pipe: a replay reads its trace more than once (a scan of the window, then the run); write it to a file first", r.Trace)
+	}
+	return nil
 }
 
 // endpoint is a station of a capture: a MAC or an IP address.
@@ -156,7 +175,7 @@ func (m *hostMap) host(e endpoint, rec int64) (int, error) {
 // (comma or blanks between; blank lines and # comments skipped). Errors
 // name the file and the line.
 func readHostMap(path string, hosts int) (map[endpoint]int, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := inputfile.ReadFile(path, inputfile.ConfigLimit)
 	if err != nil {
 		return nil, fmt.Errorf("replay.map: %w", err)
 	}
@@ -406,6 +425,11 @@ func (w *captureWindow) next(rd *pcap.Reader) (*pcap.Packet, time.Duration, erro
 		p, err := rd.Next()
 		if err != nil {
 			return nil, 0, err
+		}
+		// UnixNano is undefined outside these years; such a stamp (a
+		// pcapng timestamp of 2^64-1) cannot be placed on the time line.
+		if y := p.Time.Year(); y < 1678 || y > 2261 {
+			return nil, 0, fmt.Errorf("%s: packet %d: timestamp %s is outside the years 1678-2261 that nanosecond times hold", rd.Name(), p.Record, p.Time.Format(time.RFC3339))
 		}
 		rel, take, over := w.admit(time.Duration(p.Time.UnixNano()))
 		if over {

@@ -72,7 +72,7 @@ func StartLive(s *model.Session, c ReplayConfig, seed uint64, hosts []int) (*Liv
 func (l *Live) Progress() LiveProgress {
 	r := l.r
 	p := LiveProgress{Trace: r.cfg.TraceName(), Issued: r.issued, Completed: r.completed, Outstanding: r.outstanding,
-		IssuedBytes: r.issuedBytes, LateRecords: r.late, ReadStalls: l.pf.stalls,
+		IssuedBytes: r.issuedBytes, LateRecords: r.lateRecords(), ReadStalls: l.pf.stalls,
 		AllIssued: r.allIssued, Finished: r.finished}
 	if r.err != nil {
 		p.Error = r.err.Error()

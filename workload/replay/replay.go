@@ -255,6 +255,9 @@ func (r ReplayConfig) OpenTrace() (tracefmt.Reader, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if err := r.checkSeekable(); err != nil {
+		return nil, "", err
+	}
 	rd, err := tracefmt.Open(r.Trace, f, opts)
 	if err != nil {
 		return nil, "", fmt.Errorf("replay.trace: %w", err)
@@ -272,6 +275,8 @@ type window struct {
 	epoch   time.Duration
 	taken   int64
 	skipped int64
+	last    time.Duration // the latest stamp seen
+	late    uint64        // records stamped before an earlier one
 }
 
 // next returns the next record in the window with its trace time since
@@ -303,10 +308,20 @@ func (w *window) full() bool { return w.cfg.Limit > 0 && w.taken >= w.cfg.Limit 
 // window. It returns the record's trace time since From and take when it
 // is replayed, over when it is at or past To (the window ends there), and
 // neither when it comes before From (skipped).
+//
+// A record stamped before an earlier one (out of order in the file) is
+// placed at the earlier record's time and counted as late: it is
+// replayed if that time is in the window, never skipped as "before the
+// window" because its own stamp precedes the trace's first record.
 func (w *window) admit(at time.Duration) (rel time.Duration, take, over bool) {
 	if !w.started {
-		w.started, w.epoch = true, at
+		w.started, w.epoch, w.last = true, at, at
 	}
+	if at < w.last {
+		at = w.last
+		w.late++
+	}
+	w.last = at
 	rel = at - w.epoch
 	if w.cfg.To > 0 && rel >= time.Duration(w.cfg.To) {
 		return 0, false, true
@@ -324,6 +339,7 @@ type TraceScan struct {
 	Records int64         // records in the window (after Limit)
 	Span    time.Duration // trace time from From to the last record in the window
 	Skipped int64         // records before From
+	Late    uint64        // records stamped before an earlier one, placed at its time
 }
 
 // ScanTrace reads the configured trace once, without simulating, to count
@@ -348,7 +364,7 @@ func (r ReplayConfig) ScanTrace() (TraceScan, error) {
 		sc.Records++
 		sc.Span = max(sc.Span, rel)
 	}
-	sc.Skipped = w.skipped
+	sc.Skipped, sc.Late = w.skipped, w.late
 	return sc, nil
 }
 
@@ -491,6 +507,17 @@ func (r *replayer) advance() {
 	}
 	r.next, r.nextAt, r.lastAt = rec, at, at
 	r.eng.Schedule(at, r, opArrive, 0, nil)
+}
+
+// lateRecords counts the records issued at an earlier record's time:
+// those the window placed there (out of order in the file) and those
+// whose compressed time fell behind.
+func (r *replayer) lateRecords() uint64 {
+	n := r.late + r.win.late
+	if r.cap != nil {
+		n += r.cap.win.late
+	}
+	return n
 }
 
 func (r *replayer) exhausted() {
@@ -837,6 +864,9 @@ func runReplay(cfg ReplaySimConfig, opts Options) (*ReplaySummary, *model.Sessio
 	if bin == 0 {
 		bin = max(span/50, des.Microsecond)
 	}
+	if err := model.CheckBins(span, bin); err != nil {
+		return nil, nil, err
+	}
 	var out *pcapOut
 	if opts.PcapOut.W != nil {
 		link := layers.LinkTypeEthernet
@@ -969,7 +999,7 @@ func (r *replayer) summarize(cfg ReplaySimConfig, scan TraceScan) *ReplaySummary
 			SpanNs: float64(scan.Span), Devices: len(r.devIdx), Initiators: len(r.initIdx)},
 		Mapping:  r.mapping(cfg),
 		Requests: r.issued, Completed: r.completed, Reads: r.reads, Writes: r.writes, IssuedBytes: r.issuedBytes,
-		LateRecords: r.late, PeakOutstanding: r.peak,
+		LateRecords: r.lateRecords(), PeakOutstanding: r.peak,
 		TraceExecutionTimeNs: r.lastDone.Nanoseconds(), LastIssueNs: r.lastAt.Nanoseconds(),
 		LatencyNs: r.lat.Summarize(1000), ReadLatencyNs: r.readLat.Summarize(1000), WriteLatencyNs: r.writeLat.Summarize(1000),
 		PacketLatencyNs: m.Latency.Summarize(1000), NetworkLatencyNs: m.NetLatency.Summarize(1000),
