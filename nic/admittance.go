@@ -90,7 +90,12 @@ type admQueue struct {
 
 // admHost is one NIC's admittance state.
 type admHost struct {
-	q []admQueue // per destination
+	// q holds the queues of the destinations with packets waiting; an
+	// empty queue goes back to free, so a NIC keeps state only for the
+	// destinations it has packets for (512 hosts would otherwise cost
+	// 512 x 512 queues).
+	q    map[int32]*admQueue
+	free []*admQueue
 	// active lists the destinations whose queues hold packets, in the
 	// arbiter's round-robin order.
 	active []int32
@@ -111,7 +116,7 @@ type admState struct {
 func newAdmState(cfg AdmittanceConfig, n int) *admState {
 	a := &admState{cfg: cfg.resolved(), hosts: make([]admHost, n)}
 	for h := range a.hosts {
-		a.hosts[h].q = make([]admQueue, n)
+		a.hosts[h].q = map[int32]*admQueue{}
 	}
 	return a
 }
@@ -126,7 +131,15 @@ func (nw *Network) Admits(src, dst int) bool {
 		return true
 	}
 	h := &a.hosts[src]
-	return len(h.stalled) == 0 && h.q[dst].msgs < a.cfg.Messages
+	return len(h.stalled) == 0 && h.msgs(int32(dst)) < a.cfg.Messages
+}
+
+// msgs is the messages in h's queue for dst.
+func (h *admHost) msgs(dst int32) int {
+	if q := h.q[dst]; q != nil {
+		return q.msgs
+	}
+	return 0
 }
 
 // Refuse counts a message a source did not create because Admits said no.
@@ -150,7 +163,7 @@ func (nw *Network) AdmittanceRefused() uint64 {
 func (nw *Network) admitMessage(m *Message, pkts []*fabric.Packet) {
 	a := nw.adm
 	h := &a.hosts[m.Src]
-	if len(h.stalled) > 0 || h.q[m.Dst].msgs >= a.cfg.Messages {
+	if len(h.stalled) > 0 || h.msgs(int32(m.Dst)) >= a.cfg.Messages {
 		m.stalledPkts = pkts
 		h.stalled = append(h.stalled, m)
 		return
@@ -160,8 +173,14 @@ func (nw *Network) admitMessage(m *Message, pkts []*fabric.Packet) {
 }
 
 func (nw *Network) store(h *admHost, dst int, pkts []*fabric.Packet) {
-	q := &h.q[dst]
-	if q.pkts.size == 0 {
+	q := h.q[int32(dst)]
+	if q == nil {
+		if n := len(h.free); n > 0 {
+			q, h.free = h.free[n-1], h.free[:n-1]
+		} else {
+			q = &admQueue{}
+		}
+		h.q[int32(dst)] = q
 		h.active = append(h.active, int32(dst))
 	}
 	q.msgs++
@@ -179,7 +198,7 @@ func (nw *Network) refill(hi int) {
 	inj := &nw.hosts[hi].injQ
 	for inj.size < a.cfg.InjectionPackets && len(h.active) > 0 {
 		dst := h.active[0]
-		q := &h.q[dst]
+		q := h.q[dst]
 		p := q.pkts.pop()
 		inj.push(p)
 		nw.hosts[hi].queuedWire += int64(p.Size)
@@ -189,10 +208,13 @@ func (nw *Network) refill(hi int) {
 		h.active = h.active[1:]
 		if q.pkts.size > 0 {
 			h.active = append(h.active, dst)
+		} else {
+			delete(h.q, dst)
+			h.free = append(h.free, q)
 		}
 		for len(h.stalled) > 0 {
 			m := h.stalled[0]
-			if h.q[m.Dst].msgs >= a.cfg.Messages {
+			if h.msgs(int32(m.Dst)) >= a.cfg.Messages {
 				break
 			}
 			h.stalled = h.stalled[1:]
