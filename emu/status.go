@@ -8,6 +8,7 @@ import (
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/nic"
 	"github.com/fabemu/fabemu/reorder"
+	"github.com/fabemu/fabemu/tracefmt/ether"
 	"github.com/fabemu/fabemu/workload/replay"
 )
 
@@ -247,6 +248,9 @@ func (e *Emulator) status() *Status {
 			HeldPackets: s.Fabric.HeldPackets(p.host), ClosedHeld: p.closedHeld}
 		if iw, ok := p.dev.(interface{ InlineWrites() uint64 }); ok {
 			h.InlineWrites = iw.InlineWrites()
+		}
+		if h.MAC == (ether.MAC{}).String() {
+			h.MAC = e.learntMAC(p) // a VM port without mac: the guest's, once seen
 		}
 		if pu, ok := p.dev.(interface{ PickUps() (uint64, uint64) }); ok {
 			h.PickedUp, h.PickUpTries = pu.PickUps()

@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"strings"
@@ -112,3 +113,16 @@ func (e *Emulator) openQEMUSocket(p *port) (*qemusock.Port, error) {
 // IsTAP reports whether the entry is a TAP device (which needs
 // CAP_NET_ADMIN) rather than a socket a VM attaches to.
 func (t TAPConfig) IsTAP() bool { return t.kind() == KindTAP }
+
+// learntMAC returns the lowest unicast MAC learnt from p's frames, or
+// the zero MAC's string if none was (loop goroutine).
+func (e *Emulator) learntMAC(p *port) string {
+	var best ether.MAC
+	found := false
+	for m, q := range e.macs {
+		if q == p && (!found || bytes.Compare(m[:], best[:]) < 0) {
+			best, found = m, true
+		}
+	}
+	return best.String()
+}

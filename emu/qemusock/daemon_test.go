@@ -170,8 +170,8 @@ func TestDaemonFakeGuests(t *testing.T) {
 		t.Errorf("a in %d out %d, b in %d out %d, unknown unicast %d; want a %d/3, b 3/%d, none unknown",
 			a.FramesIn, a.FramesOut, b.FramesIn, b.FramesOut, a.UnknownUnicast, n+1, n+1)
 	}
-	if a.MAC != macA.String() {
-		t.Errorf("a's MAC in the status: %s, want the configured %s", a.MAC, macA)
+	if a.MAC != macA.String() || b.MAC != macB.String() {
+		t.Errorf("MACs in the status: a %s, b %s; want the configured %s and the learnt %s", a.MAC, b.MAC, macA, macB)
 	}
 	closeEmu()
 	for _, s := range []string{sa, sb} {
