@@ -9,16 +9,23 @@ import (
 )
 
 // An idle daemon's oversleeps are not lag it is blamed for: with
-// background load so light that the loop sleeps between events (2e-5
-// on torus8x8-dor's 62 hosts without a TAP), its timed sleeps are recorded as wake lag, no event's excess lag exceeds its lag,
-// and no interval is invalid because the model fell behind (its backlog
-// never grows). Whether every interval is valid is the machine's: one that
-// leaves the loop's thread without a CPU for a millisecond makes a genuine
-// late_start or preempted interval, which is logged.
+// background load so light that the loop sleeps between events (2e-5 on
+// torus8x8-dor's 62 hosts without a TAP), its timed sleeps are recorded
+// as wake lag, no event's excess lag exceeds its lag, and no interval is
+// invalid because the model fell behind (its backlog never grows over
+// windows of 25 ms). Whether every interval is valid is the machine's:
+// one that leaves the loop's thread without a CPU for a millisecond makes
+// a genuine late_start or preempted interval, which is logged.
 func TestIdleDaemonValid(t *testing.T) {
 	r := newRig(t, DefaultPreset, ports(2), func(c *RunConfig) {
 		c.Background.Enabled = true
 		c.Background.Traffic.Load = 0.00002
+		// Backlogs are judged over windows of half the threshold: at the
+		// daemon's 1 ms, one background message's burst of events run
+		// while other processes crowd the CPUs (or under the race
+		// detector) grows a backlog for a millisecond, which is the
+		// machine's and not this test's subject.
+		c.Pacing.LagThreshold = Duration(50 * time.Millisecond)
 	})
 	time.Sleep(3 * time.Second)
 	p := r.status(t).Pacer
@@ -31,7 +38,9 @@ func TestIdleDaemonValid(t *testing.T) {
 	if p.ExcessLag.Max > p.Lag.Max || p.ExcessLag.P99 > p.Lag.P99 || p.ExcessLag.P50 > p.Lag.P50 {
 		t.Errorf("excess lag %v above lag %v", p.ExcessLag, p.Lag)
 	}
-	if n := p.InvalidByCause[des.CauseBehind] + p.InvalidByCause[des.CauseDilated]; n != 0 {
+	// Under the race detector each event costs about ten times more and
+	// this load is more than the model follows: only the checks above hold.
+	if n := p.InvalidByCause[des.CauseBehind] + p.InvalidByCause[des.CauseDilated]; n != 0 && !raceEnabled {
 		t.Errorf("idle daemon: %d intervals invalid for a backlog (%v)", n, p.InvalidByCause)
 	}
 }
