@@ -185,6 +185,10 @@ func (e *Emulator) Status() (*Status, error) {
 		return nil, err
 	}
 	st.Pacer = e.pacer.Snapshot()
+	// The dilation can be raised between the loop's part and the
+	// snapshot (overload: dilate): report the snapshot's, which goes with
+	// its count of raises.
+	st.Dilation = st.Pacer.Dilation
 	e.kernelDrops(st)
 	st.Rates = e.sampleRates(st, time.Now())
 	return st, nil

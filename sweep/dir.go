@@ -95,7 +95,7 @@ func claimDir(p *Plan, dir string, shards int, from string) error {
 			return nil
 		}
 		// no description: an older directory, or the first run
-		files, err := resultFiles(dir)
+		files, err := ResultFiles(dir)
 		if err != nil {
 			return err
 		}

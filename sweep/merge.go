@@ -56,7 +56,7 @@ func Merge(dirs ...string) (*Merged, error) { return MergeWith(MergeOptions{}, d
 func MergeWith(opt MergeOptions, dirs ...string) (*Merged, error) {
 	var files []string
 	for _, d := range dirs {
-		fs, err := resultFiles(d)
+		fs, err := ResultFiles(d)
 		if err != nil {
 			return nil, err
 		}

@@ -372,7 +372,7 @@ func (c *calCache) compute() (*experiment.CalibrationResult, error) {
 		take(r, "")
 	}
 	c.ownMu.Unlock()
-	if files, err := resultFiles(c.dir); err == nil {
+	if files, err := ResultFiles(c.dir); err == nil {
 		for _, path := range files {
 			if f, err := readShardFile(path); err == nil {
 				for i := range f.records {

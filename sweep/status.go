@@ -63,7 +63,7 @@ type FileStatus struct {
 
 // ReadStatus reads the progress of a results directory.
 func ReadStatus(dir string) (*Status, error) {
-	files, err := resultFiles(dir)
+	files, err := ResultFiles(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -165,8 +165,10 @@ func readShardFile(path string) (*shardFile, error) {
 	return f, nil
 }
 
-// resultFiles lists the shard result files of dir, sorted.
-func resultFiles(dir string) ([]string, error) {
+// ResultFiles lists the shard result files in dir (shard-*.jsonl), sorted: the
+// files a merge or status reads; other files there (a merged result, the
+// plan's sweep.json) are not inputs of a merge.
+func ResultFiles(dir string) ([]string, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func TestOutputRegistry(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"sweep merge into its shard", []string{"sweep", "merge", shards, "--out", shard}, "inside the input directory"},
+		{"sweep merge into its shard", []string{"sweep", "merge", shards, "--out", shard}, "a shard result file's name"},
 		{"plot --json over its input", []string{"plot", merged, "--json", merged}, "also an input"},
 		{"run --pcap-out over the config", []string{"run", "--config", cfg, "--pcap-out", cfg}, "also an input"},
 		{"sim --json and --timeseries", append(sim, "--json", x, "--timeseries", x), "same file"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -164,7 +165,21 @@ func newSweepMergeCmd() *cobra.Command {
   fabemu plot merged.json --plot figure.svg`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutputs(args, output{"--out", out}); err != nil {
+			// The merge reads the shard files of each directory, so a
+			// merged result may sit beside them; it may not be one of
+			// them, nor be named as one (the next merge would read it).
+			var inputs []string
+			for _, d := range args {
+				files, err := sweep.ResultFiles(d)
+				if err != nil {
+					return err
+				}
+				inputs = append(inputs, files...)
+			}
+			if ok, _ := filepath.Match("shard-*.jsonl", filepath.Base(out)); ok {
+				return fmt.Errorf("--out %s: a shard result file's name; the next merge would read it as a shard (name it merged.json, say)", out)
+			}
+			if err := checkOutputs(inputs, output{"--out", out}); err != nil {
 				return err
 			}
 			m, err := sweep.MergeWith(sweep.MergeOptions{AllowMixedVersions: mixed}, args...)
