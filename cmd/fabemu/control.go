@@ -55,11 +55,11 @@ The daemon answers the setting in effect, or a one-line error.`,
 				return fmt.Errorf("%s cannot change at runtime: %s", key, why)
 			}
 			load, err := strconv.ParseFloat(val, 64)
-			switch {
-			case err != nil:
+			if err != nil {
 				return fmt.Errorf("background.load=%s: not a number", val)
-			case math.IsNaN(load) || math.IsInf(load, 0) || load < 0:
-				return fmt.Errorf("background.load=%s: want a finite load of 0 or more", val)
+			}
+			if math.IsNaN(load) || math.IsInf(load, 0) { // JSON cannot carry them
+				return fmt.Errorf("background.load=%s: not a finite number", val)
 			}
 			body, err := json.Marshal(emu.BackgroundRequest{Load: &load})
 			if err != nil {

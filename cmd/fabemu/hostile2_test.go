@@ -78,6 +78,7 @@ func TestHostileRound2(t *testing.T) {
 		// Memory the estimate did not see.
 		{"sim run.bin=1ps", []string{"sim", "--preset", "tap-pair-10g", "--duration", "1ms", "--set", "run.bin=1ps", "--max-memory", "100MiB"}, "run.bin"},
 		{"replay run.bin=1ns", []string{"replay", "--set", "run.bin=1ns"}, "run.bin"},
+		{"a message larger than the source bound", []string{"sim", "--sizes", "1GiB", "--load", "1", "--set", "run.max_source_packets=1000", "--duration", "5us"}, "traffic.sizes"},
 		// The daemon's neighbours.
 		{"duplicate macs", []string{"run", "--config", file("dmac.yaml", tap+"    mac: '02:00:00:00:00:01'\n  - name: fzt1\n    mac: '02:00:00:00:00:01'\n")}, "taps[1]: mac 02:00:00:00:00:01 is also the mac of taps[0]"},
 		// Errors that blamed the wrong key.

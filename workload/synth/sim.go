@@ -115,6 +115,9 @@ func RunSim(cfg model.SimConfig, progress model.Progress) (*Summary, error) {
 		}
 		s.MaxQueued = model.SourcePacketBudget(&cfg.Model, model.Workload{PacketsPerHost: n, PacketBytes: size})
 	}
+	if err := checkMessagePackets(cfg, s.MaxQueued); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	syn.start()
 	runErr := s.RunUntil(end, progress)

@@ -187,3 +187,24 @@ func PacketsBound(c *model.SimConfig) (perHost float64, meanBytes int, err error
 	msgs := float64(c.Run.Warmup+c.Run.Duration) * load / perMsg
 	return (msgs + 1) * sizes.MeanPackets(link), meanBytes, nil
 }
+
+// checkMessagePackets refuses a size mix whose largest message alone is
+// more packets than the sources may hold (bound > 0): a message is split
+// into its packets when it is generated, so one such message passes the
+// bound at once (sim --sizes 1GiB with run.max_source_packets=1000 made
+// four million packets and ran out of memory).
+func checkMessagePackets(cfg model.SimConfig, bound int64) error {
+	if bound <= 0 || cfg.NIC.MTU <= 0 {
+		return nil
+	}
+	sizes, err := traffic.ParseSizes(cfg.Traffic.Sizes)
+	if err != nil {
+		return fmt.Errorf("traffic.sizes: %w", err)
+	}
+	mtu := int64(cfg.NIC.MTU)
+	if pk := (int64(sizes.Max()) + mtu - 1) / mtu; pk > bound {
+		return fmt.Errorf("traffic.sizes %s: a %d-byte message is %d packets, more than the %d the sources may hold (run.max_source_packets, 0 = from the memory left); use smaller messages or raise the bound",
+			cfg.Traffic.Sizes, sizes.Max(), pk, bound)
+	}
+	return nil
+}

@@ -86,6 +86,15 @@ func ParseSizes(s string) (Sizes, error) {
 // Valid reports whether z holds at least one size.
 func (z Sizes) Valid() bool { return len(z.sizes) > 0 }
 
+// Max is the largest message size of the mix, in payload bytes.
+func (z Sizes) Max() int {
+	m := 0
+	for _, s := range z.sizes {
+		m = max(m, s)
+	}
+	return m
+}
+
 // Draw returns one payload size. A fixed size consumes no randomness.
 func (z Sizes) Draw(rng *rand.Rand) int {
 	if len(z.sizes) == 1 {
