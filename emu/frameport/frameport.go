@@ -283,3 +283,76 @@ type WriteTiming struct {
 	// Write is the write itself (a system call for a TAP device).
 	Write hist.Hist
 }
+
+// Counters are a port's boundary counters and write timing, updated by
+// its reader, its writer and Send at once. A port embeds them, so that
+// its Stats and WriteTiming are the counters'; Stalls stays zero (the
+// consumer's handler knows when it blocks).
+type Counters struct {
+	framesIn, bytesIn, framesOut, bytesOut atomic.Uint64
+	readErrors                             atomic.Uint64
+	inRefused, outRefused                  [NumCauses]atomic.Uint64
+	timingMu                               sync.Mutex
+	timing                                 WriteTiming
+}
+
+// CountIn counts a valid frame of n bytes handed to the consumer.
+func (c *Counters) CountIn(n int) {
+	c.framesIn.Add(1)
+	c.bytesIn.Add(uint64(n))
+}
+
+// UncountIn takes back a CountIn whose frame the consumer did not take
+// (the port closed while it waited); the caller refuses it as CauseClosed.
+func (c *Counters) UncountIn(n int) {
+	c.framesIn.Add(^uint64(0))
+	c.bytesIn.Add(-uint64(n))
+}
+
+// CountOut counts a frame of n bytes written.
+func (c *Counters) CountOut(n int) {
+	c.framesOut.Add(1)
+	c.bytesOut.Add(uint64(n))
+}
+
+// CountReadError counts a failed read.
+func (c *Counters) CountReadError() { c.readErrors.Add(1) }
+
+// RefuseIn counts an inbound frame dropped for cause.
+func (c *Counters) RefuseIn(cause Cause) { c.inRefused[cause].Add(1) }
+
+// RefuseOut counts a frame offered to Send and not written, for cause.
+func (c *Counters) RefuseOut(cause Cause) { c.outRefused[cause].Add(1) }
+
+// RecordWrite records a frame's time in the writer's queue (from its At
+// to start, the writer taking it) and in the write (start to end).
+func (c *Counters) RecordWrite(at, start, end time.Time) {
+	c.timingMu.Lock()
+	c.timing.Queue.Add(int64(start.Sub(at)))
+	c.timing.Write.Add(int64(end.Sub(start)))
+	c.timingMu.Unlock()
+}
+
+// Stats returns the boundary counters (Port).
+func (c *Counters) Stats() Stats {
+	s := Stats{
+		FramesIn: c.framesIn.Load(), BytesIn: c.bytesIn.Load(),
+		FramesOut: c.framesOut.Load(), BytesOut: c.bytesOut.Load(),
+		ReadErrors: c.readErrors.Load(),
+	}
+	for i := range NumCauses {
+		s.InRefused[i] = c.inRefused[i].Load()
+		s.OutRefused[i] = c.outRefused[i].Load()
+	}
+	return s
+}
+
+// WriteTiming returns a copy of the writer's timing histograms.
+func (c *Counters) WriteTiming() WriteTiming {
+	c.timingMu.Lock()
+	defer c.timingMu.Unlock()
+	var t WriteTiming
+	t.Queue.Merge(&c.timing.Queue)
+	t.Write.Merge(&c.timing.Write)
+	return t
+}

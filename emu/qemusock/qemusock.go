@@ -196,13 +196,10 @@ type Port struct {
 	writerWG  sync.WaitGroup
 	closeOnce sync.Once
 
-	framesIn, bytesIn, framesOut, bytesOut atomic.Uint64
-	readErrors                             atomic.Uint64
-	inRefused, outRefused                  [frameport.NumCauses]atomic.Uint64
-	peers, peersWaited                     atomic.Uint64
-	logNext                                atomic.Int64
-	timingMu                               sync.Mutex
-	timing                                 frameport.WriteTiming
+	peers, peersWaited atomic.Uint64
+	logNext            atomic.Int64
+	// The boundary counters: Stats and WriteTiming are theirs.
+	frameport.Counters
 }
 
 // Listen checks cfg and listens on its address. A unix socket file left
@@ -436,7 +433,7 @@ func (p *Port) serve(c net.Conn, handle func(*frameport.Frame) bool) (stop bool)
 		}
 		n := int(binary.BigEndian.Uint32(pre[:]))
 		if n > MaxWireLen {
-			p.readErrors.Add(1)
+			p.CountReadError()
 			p.log.Error("peer sent a length prefix beyond QEMU's frame size: not QEMU's framing; closing the connection",
 				zap.Int("length", n), zap.Int("max", MaxWireLen))
 			return false
@@ -467,11 +464,9 @@ func (p *Port) serve(c net.Conn, handle func(*frameport.Frame) bool) (stop bool)
 			continue
 		}
 		f.Header, f.At = h, at
-		p.framesIn.Add(1)
-		p.bytesIn.Add(uint64(n))
+		p.CountIn(n)
 		if !handle(f) {
-			p.framesIn.Add(^uint64(0))
-			p.bytesIn.Add(-uint64(n))
+			p.UncountIn(n)
 			p.refuseIn(f, frameport.CauseClosed, n)
 			return true
 		}
@@ -490,7 +485,7 @@ func (p *Port) peerGone(err error, clean bool) {
 		p.log.Info("peer detached; waiting for the next one")
 		return
 	}
-	p.readErrors.Add(1)
+	p.CountReadError()
 	p.log.Warn("peer's stream broke off; waiting for the next peer", zap.Error(err))
 }
 
@@ -500,7 +495,7 @@ func (p *Port) refuseIn(f *frameport.Frame, c frameport.Cause, n int) {
 	if f != nil {
 		f.Release()
 	}
-	p.inRefused[c].Add(1)
+	p.RefuseIn(c)
 	if p.logAllowed() {
 		p.log.Warn("dropped frame from peer", zap.Stringer("cause", c), zap.Int("bytes", n), zap.Int("mtu", p.mtu))
 	}
@@ -509,7 +504,7 @@ func (p *Port) refuseIn(f *frameport.Frame, c frameport.Cause, n int) {
 func (p *Port) refuseOut(f *frameport.Frame, c frameport.Cause, err error) {
 	n := len(f.Data)
 	f.Release()
-	p.outRefused[c].Add(1)
+	p.RefuseOut(c)
 	if p.logAllowed() {
 		p.log.Warn("refused frame for peer", zap.Stringer("cause", c), zap.Int("bytes", n), zap.Int("mtu", p.mtu), zap.Error(err))
 	}
@@ -594,11 +589,7 @@ func (p *Port) writeOne(f *frameport.Frame) {
 	t0 := time.Now()
 	err := p.writeFrame(c, f)
 	if !f.At.IsZero() {
-		t1 := time.Now()
-		p.timingMu.Lock()
-		p.timing.Queue.Add(int64(t0.Sub(f.At)))
-		p.timing.Write.Add(int64(t1.Sub(t0)))
-		p.timingMu.Unlock()
+		p.RecordWrite(f.At, t0, time.Now())
 	}
 	if err != nil {
 		// A frame cut short leaves the stream out of step: end the
@@ -607,8 +598,7 @@ func (p *Port) writeOne(f *frameport.Frame) {
 		p.refuseOut(f, frameport.CauseWriteError, err)
 		return
 	}
-	p.framesOut.Add(1)
-	p.bytesOut.Add(uint64(len(f.Data)))
+	p.CountOut(len(f.Data))
 	f.Release()
 }
 
@@ -631,30 +621,6 @@ func (p *Port) writeWire(c net.Conn, b []byte) error {
 	p.wbuf = append(p.wbuf, b...)
 	_, err := c.Write(p.wbuf)
 	return err
-}
-
-// Stats returns the boundary counters (frameport.Port).
-func (p *Port) Stats() frameport.Stats {
-	s := frameport.Stats{
-		FramesIn: p.framesIn.Load(), BytesIn: p.bytesIn.Load(),
-		FramesOut: p.framesOut.Load(), BytesOut: p.bytesOut.Load(),
-		ReadErrors: p.readErrors.Load(),
-	}
-	for i := range frameport.NumCauses {
-		s.InRefused[i] = p.inRefused[i].Load()
-		s.OutRefused[i] = p.outRefused[i].Load()
-	}
-	return s
-}
-
-// WriteTiming returns a copy of the writer's timing histograms.
-func (p *Port) WriteTiming() frameport.WriteTiming {
-	p.timingMu.Lock()
-	defer p.timingMu.Unlock()
-	var t frameport.WriteTiming
-	t.Queue.Merge(&p.timing.Queue)
-	t.Write.Merge(&p.timing.Write)
-	return t
 }
 
 // Close refuses further frames, lets the writer hand its queue to the peer

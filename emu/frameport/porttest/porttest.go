@@ -74,10 +74,8 @@ type Port struct {
 	writerWG  sync.WaitGroup
 	closeOnce sync.Once
 
-	framesIn, bytesIn, framesOut, bytesOut atomic.Uint64
-	inRefused, outRefused                  [frameport.NumCauses]atomic.Uint64
-	timingMu                               sync.Mutex
-	timing                                 frameport.WriteTiming
+	// The boundary counters: Stats and WriteTiming are theirs.
+	frameport.Counters
 }
 
 // Peer is the test's end of an in-memory link.
@@ -195,12 +193,10 @@ func (p *Port) readLoop(handle func(*frameport.Frame) bool) {
 			continue
 		}
 		f.Header, f.At = h, time.Now()
-		n := uint64(len(f.Data))
-		p.framesIn.Add(1)
-		p.bytesIn.Add(n)
+		n := len(f.Data)
+		p.CountIn(n)
 		if !handle(f) {
-			p.framesIn.Add(^uint64(0))
-			p.bytesIn.Add(-n)
+			p.UncountIn(n)
 			p.refuseIn(f, frameport.CauseClosed)
 			return
 		}
@@ -209,12 +205,12 @@ func (p *Port) readLoop(handle func(*frameport.Frame) bool) {
 
 func (p *Port) refuseIn(f *frameport.Frame, c frameport.Cause) {
 	f.Release()
-	p.inRefused[c].Add(1)
+	p.RefuseIn(c)
 }
 
 func (p *Port) refuseOut(f *frameport.Frame, c frameport.Cause) {
 	f.Release()
-	p.outRefused[c].Add(1)
+	p.RefuseOut(c)
 }
 
 // Send queues f for the writer and takes ownership of it; it never blocks.
@@ -278,38 +274,11 @@ func (p *Port) writeLoop() {
 		q.cond.Broadcast()
 		q.written.Add(1)
 		if !t0.IsZero() {
-			t1 := time.Now()
-			p.timingMu.Lock()
-			p.timing.Queue.Add(int64(t0.Sub(f.At)))
-			p.timing.Write.Add(int64(t1.Sub(t0)))
-			p.timingMu.Unlock()
+			p.RecordWrite(f.At, t0, time.Now())
 		}
-		p.framesOut.Add(1)
-		p.bytesOut.Add(uint64(len(b)))
+		p.CountOut(len(b))
 		f.Release()
 	}
-}
-
-// Stats returns the port's boundary counters. Stalls stays zero: as with
-// a TAP device's StartFunc, the handler knows when it blocks.
-func (p *Port) Stats() frameport.Stats {
-	s := frameport.Stats{FramesIn: p.framesIn.Load(), BytesIn: p.bytesIn.Load(),
-		FramesOut: p.framesOut.Load(), BytesOut: p.bytesOut.Load()}
-	for i := range frameport.NumCauses {
-		s.InRefused[i] = p.inRefused[i].Load()
-		s.OutRefused[i] = p.outRefused[i].Load()
-	}
-	return s
-}
-
-// WriteTiming returns a copy of the writer's timing histograms.
-func (p *Port) WriteTiming() frameport.WriteTiming {
-	p.timingMu.Lock()
-	defer p.timingMu.Unlock()
-	var t frameport.WriteTiming
-	t.Queue.Merge(&p.timing.Queue)
-	t.Write.Merge(&p.timing.Write)
-	return t
 }
 
 // Close refuses further frames, lets the writer drain its queue (a held
