@@ -446,15 +446,40 @@ func fileSafe(g string) string {
 	return string(b)
 }
 
+// axisLabels name every metric a line plot may put on an axis, with its
+// unit; a figure without its unit cannot be laid beside the paper's.
+// Dimensionless metrics say what they are a fraction of.
+var axisLabels = map[string]string{
+	"accepted":       "accepted traffic (bytes/ns/switch)",
+	"accepted_load":  "accepted load (fraction of link rate)",
+	"accepted_phits": "accepted traffic (phits/node/cycle)",
+	"ad_occupancy":   "adaptive queue occupancy (packets)",
+	"ad_util":        "adaptive lane utilisation (fraction of time)",
+	"drain":          "all delivered at (µs)",
+	"efficiency":     "switch efficiency (fraction of link rate)",
+	"esc_occupancy":  "escape queue occupancy (packets)",
+	"esc_util":       "escape lane utilisation (fraction of time)",
+	"latency":        "mean latency (ns)",
+	"load":           "offered load (fraction of link rate)",
+	"mbs":            "max buffer per connection (bytes)",
+	"mms":            "max memory per NIC (bytes)",
+	"reordered":      "reordered ratio (fraction of packets received)",
+	"saqs_total":     "max SAQs in the network (SAQs)",
+	"throughput":     "network throughput (bytes/ns)",
+	"time":           "trace execution time (ns)",
+	"waste":          "waste traffic (%)",
+}
+
+// axisLabel is the axis label of metric m: its entry in axisLabels, or,
+// for a metric added without one, its key and unit.
 func axisLabel(m string) string {
-	names := map[string]string{"accepted": "accepted traffic", "mbs": "max buffer per connection", "latency": "mean latency",
-		"time": "trace execution time", "waste": "waste traffic", "mms": "max memory per NIC", "load": "offered load", "reordered": "reordered ratio",
-		"efficiency": "switch efficiency"}
-	u := metrics[m].unit
-	if u == "" {
-		return names[m]
+	if l, ok := axisLabels[m]; ok {
+		return l
 	}
-	return names[m] + " (" + u + ")"
+	if u := metrics[m].unit; u != "" {
+		return m + " (" + u + ")"
+	}
+	return m
 }
 
 // wrap breaks text into lines of at most width characters.

@@ -254,7 +254,7 @@ func (r *Result) timeseriesPlot(path, suffix string) ([]string, error) {
 		if g != "" {
 			title += ", " + g
 		}
-		err := report.LinePlot(p, title+suffix, "time (us)", ps.Y+" ("+m.unit+")", groups[g], report.PlotOptions{YMin: &zero, WidthPx: 640, HeightPx: 400, Legend: report.LegendBottomRight})
+		err := report.LinePlot(p, title+suffix, "time (µs)", axisLabel(ps.Y), groups[g], report.PlotOptions{YMin: &zero, WidthPx: 720, HeightPx: 400})
 		if err != nil {
 			return files, err
 		}

@@ -35,21 +35,22 @@ type Bar struct {
 	Value float64
 }
 
-// LegendPosition places a plot's legend inside the plot area.
+// LegendPosition places a plot's legend. Every position with a legend
+// keeps it outside the data area, so that no curve is hidden behind it.
 type LegendPosition int
 
 const (
-	// LegendTopLeft is the default: rising curves leave it free.
-	LegendTopLeft LegendPosition = iota
-	LegendTopRight
-	LegendBottomLeft
-	LegendBottomRight
+	// LegendRight is the default: the legend in a column to the right of
+	// the plot area, its top level with the top of the data area. The plot
+	// area narrows to make room for it.
+	LegendRight LegendPosition = iota
 	// LegendNone hides the legend.
 	LegendNone
 )
 
 // PlotOptions adjusts a plot. The zero value gives an 800×500 pixel plot
-// with linear axes fitted to the data and the legend at the top left.
+// with linear axes fitted to the data and the legend to the right of the
+// plot area.
 //
 // Axis limits are pointers so that each may be left unset; with Go 1.26
 // write them as XMin: new(0.0).
@@ -127,22 +128,36 @@ var ErrNoData = errors.New("no data to plot")
 //
 // It returns an error, without writing anything, if there is no series,
 // a series has no points, X and Y lengths differ, a value is NaN or
-// infinite, a Y value is not positive on a log axis, or an axis limit is
-// inconsistent.
+// infinite, a Y value is not positive on a log axis, an axis limit is
+// inconsistent, or an axis label is empty: a reader must be able to tell
+// what each axis measures and in which unit ("time (µs)"), so every line
+// plot names both.
 func LinePlot(path, title, xlabel, ylabel string, series []Series, opts PlotOptions) error {
 	format, err := plotFormat(path)
 	if err != nil {
 		return err
 	}
-	if err := checkSeries(series, opts.LogY); err != nil {
+	p, err := linePlot(title, xlabel, ylabel, series, opts)
+	if err != nil {
 		return fmt.Errorf("report: plot %s: %w", path, err)
+	}
+	return savePlot(p, path, format, opts)
+}
+
+// linePlot builds the plot [LinePlot] draws.
+func linePlot(title, xlabel, ylabel string, series []Series, opts PlotOptions) (*plot.Plot, error) {
+	if strings.TrimSpace(xlabel) == "" || strings.TrimSpace(ylabel) == "" {
+		return nil, fmt.Errorf("x label %q, y label %q: both axes need a label (with the unit)", xlabel, ylabel)
+	}
+	if err := checkSeries(series, opts.LogY); err != nil {
+		return nil, err
 	}
 	p := newPlot(title, xlabel, ylabel)
 	p.Add(gridLines(true))
 	for i, s := range series {
 		line, marks, err := seriesPlotters(s, i)
 		if err != nil {
-			return fmt.Errorf("report: plot %s: series %q: %w", path, s.Name, err)
+			return nil, fmt.Errorf("series %q: %w", s.Name, err)
 		}
 		p.Add(line, marks)
 		if s.Name != "" {
@@ -157,17 +172,17 @@ func LinePlot(path, title, xlabel, ylabel string, series []Series, opts PlotOpti
 		}
 	}
 	if err := applyLimits(&p.X, opts.XMin, opts.XMax, false); err != nil {
-		return fmt.Errorf("report: plot %s: x axis: %w", path, err)
+		return nil, fmt.Errorf("x axis: %w", err)
 	}
 	if err := applyLimits(&p.Y, opts.YMin, opts.YMax, opts.LogY); err != nil {
-		return fmt.Errorf("report: plot %s: y axis: %w", path, err)
+		return nil, fmt.Errorf("y axis: %w", err)
 	}
 	p.X.Tick.Marker = readableTicks{p.X.Tick.Marker}
 	if !opts.LogY { // logTicks labels its own ticks
 		p.Y.Tick.Marker = readableTicks{p.Y.Tick.Marker}
 	}
 	placeLegend(p, opts.Legend)
-	return savePlot(p, path, format, opts)
+	return p, nil
 }
 
 // BarPlot draws one bar per category with its value printed above it
@@ -395,25 +410,62 @@ func gridLines(vertical bool) *plotter.Grid {
 	return g
 }
 
-// placeLegend positions the legend inside the plot area, a little away
-// from the axes.
+// placeLegend sets the legend's style for its column outside the data
+// area (see [plotLayout]) or removes it.
 func placeLegend(p *plot.Plot, pos LegendPosition) {
 	if pos == LegendNone {
 		p.Legend = plot.NewLegend() // no entries: nothing drawn
 		return
 	}
-	p.Legend.Top = pos == LegendTopLeft || pos == LegendTopRight
-	p.Legend.Left = pos == LegendTopLeft || pos == LegendBottomLeft
-	off := vg.Points(10)
-	if p.Legend.Left {
-		p.Legend.XOffs = off + vg.Points(40) // clear the Y tick labels
-	} else {
-		p.Legend.XOffs = -off
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs, p.Legend.YOffs = 0, 0
+	p.Legend.Padding = vg.Points(2)
+}
+
+// legendGap is the space between the plot area (the Y axis's right end
+// and the rightmost markers) and the legend column.
+var legendGap = vg.Points(12)
+
+// plotLayout divides canvas c between the title, the plot (axes and
+// data) and the legend: the title takes a strip across the top of c, as
+// wide as c; with a legend, the plot gets the rest less a column on the
+// right as wide as the widest legend entry, and the legend that column,
+// its top level with the top of the data area. Without a legend, the plot
+// gets all of the rest and legendC is the zero canvas. Drawing uses this
+// layout, and the tests check it: the legend lies outside
+// p.DataCanvas(plotC).
+func plotLayout(p *plot.Plot, c draw.Canvas) (titleC, plotC, legendC draw.Canvas, hasLegend bool) {
+	titleC, plotC = c, c
+	if p.Title.Text != "" {
+		top := p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding
+		plotC = draw.Crop(c, 0, 0, 0, -top)
 	}
-	if p.Legend.Top {
-		p.Legend.YOffs = -off
-	} else {
-		p.Legend.YOffs = off + vg.Points(35) // clear the X axis
+	legend := p.Legend
+	if legend.Rectangle(c).Size().Y == 0 { // no entries
+		return titleC, plotC, draw.Canvas{}, false
+	}
+	width := legend.Rectangle(c).Size().X
+	legendC = draw.Crop(plotC, plotC.Size().X-width, 0, 0, 0)
+	plotC = draw.Crop(plotC, 0, -(width + legendGap), 0, 0)
+	return titleC, plotC, legendC, true
+}
+
+// drawPlot draws p on c as [plotLayout] lays it out: the title centred
+// on the whole width, the legend outside the data area.
+func drawPlot(p *plot.Plot, c draw.Canvas) {
+	titleC, plotC, legendC, hasLegend := plotLayout(p, c)
+	if p.Title.Text != "" {
+		descent := p.Title.TextStyle.FontExtents().Descent
+		titleC.FillText(p.Title.TextStyle, vg.Point{X: titleC.Center().X, Y: titleC.Max.Y + descent}, p.Title.Text)
+	}
+	title, legend := p.Title.Text, p.Legend
+	p.Title.Text = ""           // drawn above
+	p.Legend = plot.NewLegend() // drawn below, outside the data area
+	defer func() { p.Title.Text, p.Legend = title, legend }()
+	p.Draw(plotC)
+	if hasLegend {
+		legend.Draw(legendC)
 	}
 }
 
@@ -552,6 +604,13 @@ func savePlot(p *plot.Plot, path, format string, opts PlotOptions) error {
 	})
 }
 
+// margin is the canvas a plot is drawn on: gonum/plot draws the axes'
+// far ends flush with the canvas edge, so keep a margin so that end ticks,
+// labels and markers are not cut off.
+func margin(c vg.CanvasSizer) draw.Canvas {
+	return draw.Crop(draw.New(c), vg.Points(4), -vg.Points(16), vg.Points(4), -vg.Points(6))
+}
+
 // svgFontFallback makes SVG text fall back to fonts with Liberation
 // Sans's metrics, then to any sans-serif, on machines without it.
 const svgFontFallback = "font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"
@@ -566,16 +625,11 @@ func renderPlot(p *plot.Plot, format string, opts PlotOptions) (img []byte, err 
 		}
 	}()
 	w, h := plotSize(opts)
-	// gonum/plot draws the axes' far ends flush with the canvas edge;
-	// keep a margin so end ticks, labels and markers are not cut off.
-	margin := func(c vg.CanvasSizer) draw.Canvas {
-		return draw.Crop(draw.New(c), vg.Points(4), -vg.Points(16), vg.Points(4), -vg.Points(6))
-	}
 	var buf bytes.Buffer
 	switch format {
 	case "svg":
 		c := vgsvg.NewWith(vgsvg.UseWH(w, h), vgsvg.EmbedFonts(opts.EmbedFonts))
-		p.Draw(margin(c))
+		drawPlot(p, margin(c))
 		if _, err := c.WriteTo(&buf); err != nil {
 			return nil, err
 		}
@@ -584,7 +638,7 @@ func renderPlot(p *plot.Plot, format string, opts PlotOptions) (img []byte, err 
 		}
 	case "png":
 		c := vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(plotDPI))}
-		p.Draw(margin(c))
+		drawPlot(p, margin(c))
 		if _, err := c.WriteTo(&buf); err != nil {
 			return nil, err
 		}

@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"html"
 	"image/png"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 func testSeries(n, points int) []Series {
@@ -100,9 +105,9 @@ func TestLinePlotVariants(t *testing.T) {
 		{"single point log", []Series{{Name: "a", X: []float64{1}, Y: []float64{2}}}, PlotOptions{LogY: true}},
 		{"flat log", []Series{{X: []float64{1, 2, 3}, Y: []float64{5, 5, 5}}}, PlotOptions{LogY: true}},
 		{"wide log range", []Series{{Name: "a", X: []float64{0, 1, 2}, Y: []float64{1e-3, 1, 1e9}}}, PlotOptions{LogY: true}},
-		{"many series", testSeries(11, 5), PlotOptions{Legend: LegendBottomRight}},
-		{"limits", testSeries(2, 50), PlotOptions{XMin: new(0.5), YMin: new(0.0), YMax: new(5000.0), Legend: LegendTopRight}},
-		{"log limits", testSeries(2, 50), PlotOptions{LogY: true, YMin: new(100.0), Legend: LegendBottomLeft}},
+		{"many series", testSeries(11, 5), PlotOptions{}},
+		{"limits", testSeries(2, 50), PlotOptions{XMin: new(0.5), YMin: new(0.0), YMax: new(5000.0)}},
+		{"log limits", testSeries(2, 50), PlotOptions{LogY: true, YMin: new(100.0)}},
 		{"negative values", []Series{{Name: "d", X: []float64{-3, 0, 3}, Y: []float64{-1e6, 0, 2e6}}}, PlotOptions{}},
 		{"embedded fonts", testSeries(1, 3), PlotOptions{EmbedFonts: true}},
 	}
@@ -256,4 +261,94 @@ func TestReadableTicks(t *testing.T) {
 			t.Errorf("tick %v labelled %q", tk.Value, tk.Label)
 		}
 	}
+}
+
+// TestLegendOutsideData checks the layout of a time-series line plot like
+// the corner-case figures (curves that dip to the bottom right, six named
+// series, a long title): the y label and its unit are in the SVG, and the
+// legend's column, and every legend entry as drawn, lie right of the data
+// area, so no curve is hidden behind the legend.
+func TestLegendOutsideData(t *testing.T) {
+	var ss []Series
+	for i, name := range []string{"IQ", "4Q", "VOQsw", "VOQnet", "RECN", "RECN-IQ"} {
+		s := Series{Name: name}
+		for k := range 160 {
+			tus := 100 + 10*float64(k)
+			y := 44.0
+			if tus >= 800 && i < 3 { // a congestion tree that stays
+				y = 10 + 5*float64(i)
+			}
+			s.X, s.Y = append(s.X, tus), append(s.Y, y)
+		}
+		ss = append(ss, s)
+	}
+	const title, xlabel, ylabel = "Network throughput, corner case 2 (paper 000 Fig. 2.b)", "time (µs)", "network throughput (bytes/ns)"
+	opts := PlotOptions{YMin: new(0.0), WidthPx: 720, HeightPx: 400}
+	p, err := linePlot(title, xlabel, ylabel, ss, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, h := plotSize(opts)
+	c := margin(vgsvg.NewWith(vgsvg.UseWH(w, h)))
+	_, plotC, legendC, ok := plotLayout(p, c)
+	if !ok {
+		t.Fatal("no legend laid out for six named series")
+	}
+	data := p.DataCanvas(plotC).Rectangle
+	if data.Size().X < w/2 || data.Size().Y < h/2 {
+		t.Errorf("data area %v is less than half the %vx%v canvas", data.Size(), w, h)
+	}
+	if legendC.Min.X < data.Max.X+legendGap {
+		t.Errorf("legend column starts at x=%v, inside the data area or its gap (data area ends at %v)", legendC.Min.X, data.Max.X)
+	}
+	if legendC.Max.X > c.Max.X || legendC.Max.Y > c.Max.Y {
+		t.Errorf("legend column %v leaves the canvas %v", legendC.Rectangle, c.Rectangle)
+	}
+	if lr := p.Legend.Rectangle(legendC); lr.Size().Y > legendC.Size().Y || lr.Size().X > legendC.Size().X+1e-9 {
+		t.Errorf("legend %v does not fit its column %v", lr.Size(), legendC.Size())
+	}
+
+	img, err := renderPlot(p, "svg", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := svgTexts(t, img)
+	for _, want := range []string{title, xlabel, ylabel} {
+		if _, ok := texts[want]; !ok {
+			t.Errorf("SVG has no text %q; texts: %v", want, texts)
+		}
+	}
+	// The title (x is where its text starts) must fit the canvas.
+	if tw := p.Title.TextStyle.Rectangle(title).Size().X; vg.Length(texts[title]) < c.Min.X || vg.Length(texts[title])+tw > c.Max.X {
+		t.Errorf("title drawn from x=%v, %v wide, leaves the canvas %v", texts[title], tw, c.Rectangle)
+	}
+	for _, s := range ss {
+		x, ok := texts[s.Name]
+		if !ok {
+			t.Errorf("legend entry %q not drawn", s.Name)
+			continue
+		}
+		if vg.Length(x) < data.Max.X {
+			t.Errorf("legend entry %q drawn at x=%v, inside the data area (which ends at x=%v)", s.Name, x, data.Max.X)
+		}
+	}
+}
+
+// svgTexts returns the x coordinate (in points, as vgsvg writes them) of
+// each text element of an SVG made by renderPlot.
+func svgTexts(t *testing.T, svg []byte) map[string]float64 {
+	t.Helper()
+	re := regexp.MustCompile(`<text x="([-0-9.e]+)"[^>]*>\s*([^<]*?)\s*</text>`)
+	out := map[string]float64{}
+	for _, m := range re.FindAllSubmatch(svg, -1) {
+		x, err := strconv.ParseFloat(string(m[1]), 64)
+		if err != nil {
+			t.Fatalf("text x %q: %v", m[1], err)
+		}
+		out[html.UnescapeString(string(m[2]))] = x
+	}
+	if len(out) == 0 {
+		t.Fatalf("no text elements in the SVG: %.200q", svg)
+	}
+	return out
 }
