@@ -1,0 +1,42 @@
+package main
+
+import (
+	"testing"
+)
+
+// TestZeroIsNotDefault: a key whose 0 in a config built in code stands for
+// its default refuses an explicit 0 from --set or a file, naming the key,
+// instead of running the default behind the user's back (docs/validation.md,
+// "Hostile inputs"). A value in range still runs.
+func TestZeroIsNotDefault(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	file := func(name, body string) string { return writeFile(t, dir, name, text(body)) }
+	recn := []string{"sim", "--preset", "paper000-min64", "--duration", "1us"}
+	with := func(args ...string) []string { return append(append([]string(nil), recn...), args...) }
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"recn.max_saqs=0", with("--set", "fabric.recn.max_saqs=0"), "fabric.recn.max_saqs: 0: want 1 to 64"},
+		{"recn.max_saqs=0.0", with("--set", "fabric.recn.max_saqs=0.0"), "fabric.recn.max_saqs: 0: want 1 to 64"},
+		{"recn={max_saqs: 0}", with("--set", "fabric.recn={max_saqs: 0}"), "fabric.recn.max_saqs: 0: want 1 to 64"},
+		{"yaml recn max_saqs 0", with("--config", file("recn0.yaml", "fabric:\n  recn: {max_saqs: 0}\n")), "recn0.yaml:2: fabric.recn.max_saqs: 0: want 1 to 64"},
+		{"recn_iq.max_saqs=0", with("--set", "fabric.recn_iq.max_saqs=0"), "fabric.recn_iq.max_saqs: 0: want 1 to 64"},
+		{"yaml recn_iq max_saqs 0", with("--config", file("recniq0.yaml", "fabric:\n  recn_iq:\n    max_saqs: 0\n")), "recniq0.yaml:3: fabric.recn_iq.max_saqs: 0: want 1 to 64"},
+		{"order_window=0", with("--set", "nic.delivery.order_window=0"), "nic.delivery.order_window: 0: want 1 to 1048576"},
+		{"yaml order_window 0", with("--config", file("ow0.yaml", "nic:\n  delivery: {order_window: 0}\n")), "nic.delivery.order_window: 0: want 1 to 1048576"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			expectRefusal(t, bin, c.args, c.want, 0)
+		})
+	}
+	for _, set := range []string{"fabric.recn.max_saqs=1", "fabric.recn_iq.max_saqs=1", "nic.delivery.order_window=1"} {
+		if _, err := run(t, with("--set", set)...); err != nil {
+			t.Errorf("--set %s: %v", set, err)
+		}
+	}
+}
