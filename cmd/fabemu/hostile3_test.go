@@ -40,3 +40,27 @@ func TestZeroIsNotDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestExperimentEmptyLoads: an experiment file with `loads: []` (for the
+// experiment, a row or --quick) is refused naming the file and the key; it
+// used to run one point per row at the base load and report "invariants:
+// OK on every run".
+func TestExperimentEmptyLoads(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	head := "name: empty\nkind: sim\nbase:\n  preset: tap-pair-10g\n  set: [run.duration=5us]\n"
+	cases := []struct {
+		name, body, want string
+	}{
+		{"loads", head + "loads: []\nrows:\n  - {name: a}\n", "loads-loads.yaml: loads: an empty list"},
+		{"row", head + "rows:\n  - {name: a, loads: []}\n", `row-loads.yaml: row "a": loads: an empty list`},
+		{"quick", head + "loads: [0.5]\nquick: {loads: []}\nrows:\n  - {name: a}\n", "quick-loads.yaml: quick.loads: an empty list"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			path := writeFile(t, dir, c.name+"-loads.yaml", text(c.body))
+			expectRefusal(t, bin, []string{"experiment", path}, c.want, 0)
+		})
+	}
+}
