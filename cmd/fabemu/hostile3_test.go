@@ -64,3 +64,32 @@ func TestExperimentEmptyLoads(t *testing.T) {
 		})
 	}
 }
+
+// TestDeliveryContradictions: a rearrangement memory or a delivery
+// injection policy for a delivery without rearrangement is refused before
+// running, naming both flags; it used to be accepted and ignored.
+func TestDeliveryContradictions(t *testing.T) {
+	bin := buildBinary(t)
+	sim := []string{"sim", "--preset", "tap-pair-10g", "--duration", "5us"}
+	with := func(args ...string) []string { return append(append([]string(nil), sim...), args...) }
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"deterministic + static:2KiB + li", with("--delivery", "deterministic", "--reorder", "static:2KiB", "--injection", "li"), "--reorder static:2KiB applies to adaptive-inorder delivery only, and the delivery is deterministic (--delivery deterministic)"},
+		{"adaptive-ooo + lw", with("--delivery", "adaptive-ooo", "--injection", "lw"), "--injection lw applies to adaptive-inorder delivery only, and the delivery is adaptive-ooo"},
+		{"--reorder, deterministic routing", with("--reorder", "unlimited"), "--reorder unlimited applies to adaptive-inorder delivery only"},
+		{"--set reorder", with("--set", "nic.delivery.reorder=static:2KiB"), "--set nic.delivery.reorder=static:2KiB applies to adaptive-inorder"},
+		{"replay", []string{"replay", "--trace", "testdata/capture-small.pcap", "--delivery", "deterministic", "--reorder", "static:2KiB"}, "--reorder static:2KiB applies to adaptive-inorder"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			expectRefusal(t, bin, c.args, c.want, 0)
+		})
+	}
+	if _, err := run(t, with("--delivery", "adaptive-inorder", "--reorder", "static:2KiB", "--injection", "li")...); err != nil {
+		t.Errorf("adaptive-inorder with its memory and policy: %v", err)
+	}
+}
