@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -91,5 +95,62 @@ func TestDeliveryContradictions(t *testing.T) {
 	}
 	if _, err := run(t, with("--delivery", "adaptive-inorder", "--reorder", "static:2KiB", "--injection", "li")...); err != nil {
 		t.Errorf("adaptive-inorder with its memory and policy: %v", err)
+	}
+}
+
+// srtBytes is an SRT file whose header carries tracedate and whose one
+// record is a version-4 ShortIO at 1 s (the layout of tracefmt's tests).
+func srtBytes(tracedate string) []byte {
+	var b bytes.Buffer
+	b.WriteString("$$TR_IOREC-1.3 test\x00\nversion = 1.3;\ntracedate    = \"" + tracedate + "\";\n")
+	b.WriteString("disks = {\n  0 -> {\n  sectorsize = 1024,\n },\n};\n\f")
+	rec := make([]byte, 56)
+	words := []uint32{56, 4<<16 | 1, 1, 0, 0, 1, 1024, 1, 0x08000008, 4, 0, 1, 0, 1}
+	for i, w := range words {
+		binary.BigEndian.PutUint32(rec[4*i:], w)
+	}
+	b.Write(rec)
+	return b.Bytes()
+}
+
+// TestSRTFarTracedate: SRT files merged as one trace whose tracedates lie
+// centuries apart (year 9999) are refused naming the file and its header;
+// they gave "first arrival -9223372036.85 s". One file given twice is
+// refused instead of counting its records twice.
+func TestSRTFarTracedate(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	write := func(name, tracedate string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, srtBytes(tracedate), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := write("a.srt", "Sat May 30 00:00:00 1992")
+	b := write("b.srt", "Fri Dec 31 00:00:00 9999")
+	c := write("c.srt", "Sat May 30 01:00:00 1992")
+	write("far/a.srt", "Sat May 30 00:00:00 1992")
+	write("far/b.srt", "Fri Dec 31 00:00:00 9999")
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"stats, year 9999", []string{"trace", "stats", a, b}, "b.srt: header tracedate 9999-12-31 00:00:00 is"},
+		{"replay, year 9999", []string{"replay", "--trace", filepath.Join(dir, "far")}, "b.srt: header tracedate 9999-12-31"},
+		{"one file twice", []string{"trace", "stats", a, a}, "a.srt: the same file as"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			expectRefusal(t, bin, c.args, c.want, 0)
+		})
+	}
+	if _, err := run(t, "trace", "stats", a, c); err != nil {
+		t.Errorf("two files an hour apart: %v", err)
 	}
 }
