@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -152,5 +154,53 @@ func TestSRTFarTracedate(t *testing.T) {
 	}
 	if _, err := run(t, "trace", "stats", a, c); err != nil {
 		t.Errorf("two files an hour apart: %v", err)
+	}
+}
+
+// pcapngTSResol is a pcapng file of one interface whose if_tsresol option
+// is res, and two UDP frames 1 and 2 units of that resolution apart from 0.
+func pcapngTSResol(res byte) func(w *bufio.Writer) {
+	return func(w *bufio.Writer) {
+		le := binary.LittleEndian
+		put := func(vs ...uint32) {
+			for _, v := range vs {
+				binary.Write(w, le, v)
+			}
+		}
+		put(0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0xffffffff, 0xffffffff, 28)
+		put(1, 32, 1, 65535, 9|1<<16, uint32(res), 0, 32) // if_tsresol, opt_endofopt
+		frame := udpFrame(1, 2)
+		n := uint32(len(frame))
+		pad := (4 - n%4) % 4
+		for ts := uint32(1); ts <= 2; ts++ {
+			put(6, 32+n+pad, 0, 0, ts, n, n)
+			w.Write(frame)
+			w.Write(make([]byte, pad))
+			put(32 + n + pad)
+		}
+	}
+}
+
+// TestPcapngTSResolZero: a pcapng interface with if_tsresol 0 (by the
+// specification one-second stamps) is refused naming the file and the
+// block; the pcapng reader took it for "absent" and read microseconds.
+func TestPcapngTSResolZero(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	zero := writeFile(t, dir, "res0.pcapng", pcapngTSResol(0))
+	micro := writeFile(t, dir, "res6.pcapng", pcapngTSResol(6))
+	for _, args := range [][]string{{"trace", "stats", zero}, {"replay", "--trace", zero}} {
+		msg := expectRefusal(t, bin, args, "res0.pcapng", 0)
+		if !strings.Contains(msg, "if_tsresol 0") || !strings.Contains(msg, "interface description block 0") {
+			t.Errorf("%v: the error does not name the option and its block: %s", args, msg)
+		}
+	}
+	out, err := run(t, "trace", "stats", micro)
+	if err != nil {
+		t.Fatalf("if_tsresol 6: %v", err)
+	}
+	// Two stamps 1 µs apart at the resolution the file declares.
+	if !strings.Contains(out, "duration      0.000001 s") || !strings.Contains(out, "1e-06 s") {
+		t.Errorf("if_tsresol 6: stats\n%s", out)
 	}
 }
