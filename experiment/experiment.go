@@ -239,6 +239,9 @@ func (e *Experiment) Validate() error {
 			return fmt.Errorf("rows[%d]: row %q twice", i, r.Name)
 		}
 		seen[r.Name] = true
+		if r.Loads != nil && len(r.Loads) == 0 {
+			return fmt.Errorf("row %q: loads: an empty list: give at least one load, or leave the key out for the experiment's", r.Name)
+		}
 		if e.Kind == KindReplay && len(r.Loads) > 0 {
 			return fmt.Errorf("row %q: loads apply to sim experiments only", r.Name)
 		}
@@ -247,6 +250,14 @@ func (e *Experiment) Validate() error {
 				return fmt.Errorf("row %q: load %g: want 0 < load <= 1", r.Name, l)
 			}
 		}
+	}
+	// An empty list is not "no sweep": the file asked for loads and gave
+	// none, which would otherwise run one point per row at the base load.
+	if e.Loads != nil && len(e.Loads) == 0 {
+		return fmt.Errorf("loads: an empty list: give at least one load, or leave the key out for one run per row at the base load")
+	}
+	if e.Quick.Loads != nil && len(e.Quick.Loads) == 0 {
+		return fmt.Errorf("quick.loads: an empty list: give at least one load, or leave the key out")
 	}
 	for _, l := range append(slices.Clone(e.Loads), e.Quick.Loads...) {
 		if !(l > 0 && l <= 1) {

@@ -14,7 +14,7 @@ import (
 // 64-byte packets, and are stated as such in their docs. A zero field
 // means its default.
 type RECNConfig struct {
-	MaxSAQs               int         `yaml:"max_saqs" json:"max_saqs" doc:"set-aside queues (and CAM lines) per switch input and per switch output port; when none is free a notification is refused and the packets stay in the normal queue (counted as SAQ exhaustion)" paper:"000 §4.3 (8 per port), §3.8"`
+	MaxSAQs               int         `yaml:"max_saqs" json:"max_saqs" doc:"set-aside queues (and CAM lines) per switch input and per switch output port; when none is free a notification is refused and the packets stay in the normal queue (counted as SAQ exhaustion)" paper:"000 §4.3 (8 per port), §3.8" nonzero:"1 to 64 (leave the key out for the default, 8)"`
 	DetectionThreshold    units.Bytes `yaml:"detection_threshold" json:"detection_threshold" unit:"bytes" doc:"occupancy of an output port's normal queue at which it detects congestion and becomes the root of a congestion tree (ours: the paper gives no value)" paper:"000 §3.3"`
 	NotificationThreshold units.Bytes `yaml:"notification_threshold" json:"notification_threshold" unit:"bytes" doc:"occupancy of a SAQ at which it notifies congestion upstream: an input SAQ to the output port feeding it, an output SAQ to the inputs that send to it (ours: the paper gives no value)" paper:"000 §3.4"`
 	XoffThreshold         units.Bytes `yaml:"xoff_threshold" json:"xoff_threshold" unit:"bytes" doc:"occupancy of a SAQ at which it sends Xoff to the SAQ feeding it (ours: the paper gives no value)" paper:"000 §3.7, §4.1"`

@@ -26,7 +26,11 @@ func TestInjectionShorthand(t *testing.T) {
 		{"paper002-torus16x16-bubble", "Bubble", "bubble", "", 0, ""},
 	}
 	for _, c := range cases {
-		l := Layers{Preset: c.preset, Shorthands: Shorthands("--", "", "", c.inj)}
+		delivery := "" // a delivery policy applies to adaptive-inorder only (TestResolveInOrderOnly)
+		if c.policy != "" {
+			delivery = "adaptive-inorder"
+		}
+		l := Layers{Preset: c.preset, Shorthands: Shorthands("--", delivery, "", c.inj)}
 		cfg, res, err := Resolve(l, LookupPreset)
 		if err != nil {
 			t.Fatalf("%s %s: %v", c.preset, c.inj, err)

@@ -32,7 +32,9 @@ import (
 // the delivery mode changes the routing mode, the resolver sets it and
 // says so in a Note; when the routing mode was asked for explicitly (by a
 // flag or a key=value override) it refuses instead of overriding the user.
-// Last, the whole configuration is validated.
+// A rearrangement memory or a delivery injection policy given by a flag or
+// override for a delivery other than adaptive-inorder is refused too:
+// nothing would read it. Last, the whole configuration is validated.
 
 // Assignment is one value a command line or a definition gives a key of
 // the configuration.
@@ -221,6 +223,9 @@ func Resolve[C any, P interface {
 	if err != nil {
 		return cfg, res, err
 	}
+	if err := pv.inOrderOnly(m); err != nil {
+		return cfg, res, err
+	}
 	if note != nil {
 		res.Notes = append(res.Notes, *note)
 	}
@@ -235,6 +240,9 @@ func Resolve[C any, P interface {
 type provenance struct {
 	delivery string      // how the delivery mode was set, for messages
 	routing  *Assignment // the explicit routing.mode, if any
+	// inOrder are the explicit settings that only adaptive-inorder
+	// delivery reads: its rearrangement memory and its injection policy.
+	inOrder []Assignment
 }
 
 func (pv *provenance) saw(a Assignment) {
@@ -243,7 +251,32 @@ func (pv *provenance) saw(a Assignment) {
 		pv.routing = &a
 	case "nic.delivery.mode":
 		pv.delivery = a.String()
+	case "nic.delivery.reorder", "nic.delivery.injection.policy":
+		if a.Value != "" {
+			pv.inOrder = append(pv.inOrder, a)
+		}
 	}
+}
+
+// inOrderOnly refuses a rearrangement memory or a delivery injection
+// policy given explicitly for a run whose delivery has no rearrangement
+// (deterministic or adaptive-ooo): nothing would read it, and the user
+// would believe it applied (paper 004 §3.2-§3.3 define both for in-order
+// delivery over adaptive routing only).
+func (pv *provenance) inOrderOnly(m *Model) error {
+	if len(pv.inOrder) == 0 {
+		return nil
+	}
+	mode, _ := m.NIC.Delivery.Effective(m.Routing.Mode)
+	if mode == nic.DeliveryAdaptiveInOrder {
+		return nil
+	}
+	why := pv.delivery
+	if why == "" {
+		why = "routing.mode " + string(m.Routing.Mode)
+	}
+	return fmt.Errorf("%s applies to adaptive-inorder delivery only, and the delivery is %s (%s): drop it or ask for --delivery adaptive-inorder",
+		pv.inOrder[0], mode, why)
 }
 
 // settleRouting makes the routing mode the one the delivery mode needs

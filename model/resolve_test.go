@@ -13,11 +13,13 @@ import (
 
 // TestResolvePrecedence: each layer overrides the one before it: preset,
 // file, flags, delivery shorthands, sets. Every layer sets the
-// rearrangement memory (and the delivery mode where it can); layer i of
-// the table is the last one given.
+// rearrangement memory (and the delivery mode where it can, always
+// adaptive-inorder: a rearrangement memory given for another delivery is
+// refused, TestResolveInOrderOnly); layer i of the table is the last one
+// given.
 func TestResolvePrecedence(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "c.yaml")
-	if err := os.WriteFile(file, []byte("nic:\n  delivery:\n    mode: adaptive-ooo\n    reorder: static:2KiB\ntraffic:\n  load: 0.6\n"), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte("nic:\n  delivery:\n    mode: adaptive-inorder\n    reorder: static:2KiB\ntraffic:\n  load: 0.6\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	all := Layers{
@@ -25,7 +27,7 @@ func TestResolvePrecedence(t *testing.T) {
 		File:       file,
 		Flags:      []Assignment{{Source: "--reorder-flag", Flag: true, Key: "nic.delivery.reorder", Value: "static:4KiB"}, {Source: "--load", Flag: true, Key: "traffic.load", Value: "0.7"}},
 		Shorthands: Shorthands("--", "adaptive-inorder", "static:8KiB", "unlimited"),
-		Sets:       Sets("--set", []string{"nic.delivery.reorder=static:16KiB", "nic.delivery.mode=adaptive-ooo"}),
+		Sets:       Sets("--set", []string{"nic.delivery.reorder=static:16KiB", "nic.delivery.mode=adaptive-inorder"}),
 	}
 	for i, tc := range []struct {
 		layer   string
@@ -34,10 +36,10 @@ func TestResolvePrecedence(t *testing.T) {
 		load    float64
 	}{
 		{"preset", nic.DefaultReorder, nic.DeliveryAuto, 0.5},
-		{"file", "static:2KiB", nic.DeliveryAdaptiveOOO, 0.6},
-		{"flags", "static:4KiB", nic.DeliveryAdaptiveOOO, 0.7},
+		{"file", "static:2KiB", nic.DeliveryAdaptiveInOrder, 0.6},
+		{"flags", "static:4KiB", nic.DeliveryAdaptiveInOrder, 0.7},
 		{"shorthands", "static:8KiB", nic.DeliveryAdaptiveInOrder, 0.7},
-		{"sets", "static:16KiB", nic.DeliveryAdaptiveOOO, 0.7},
+		{"sets", "static:16KiB", nic.DeliveryAdaptiveInOrder, 0.7},
 	} {
 		t.Run(tc.layer, func(t *testing.T) {
 			l := Layers{Preset: all.Preset}
@@ -183,6 +185,34 @@ func TestDumpRoundTripEveryPreset(t *testing.T) {
 			}
 			if string(again) != string(out) {
 				t.Fatalf("dump over preset %s differs:\n%s\n---\n%s", other, out, again)
+			}
+		})
+	}
+}
+
+// TestResolveInOrderOnly: a rearrangement memory or a delivery injection
+// policy given explicitly for a delivery without rearrangement is refused,
+// naming both; given with adaptive-inorder, or left to the preset, it
+// resolves.
+func TestResolveInOrderOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		l    Layers
+		want string // "" = resolves
+	}{
+		{"deterministic + reorder", Layers{Preset: "paper004-irregular16", Shorthands: Shorthands("--", "deterministic", "static:2KiB", "li")}, "--reorder static:2KiB applies to adaptive-inorder delivery only, and the delivery is deterministic (--delivery deterministic)"},
+		{"ooo + lw", Layers{Preset: "paper004-irregular16", Shorthands: Shorthands("--", "adaptive-ooo", "", "lw")}, "--injection lw applies to adaptive-inorder delivery only, and the delivery is adaptive-ooo"},
+		{"set reorder, routing deterministic", Layers{Preset: "paper004-irregular16", Sets: Sets("--set", []string{"nic.delivery.reorder=static:2KiB"})}, "--set nic.delivery.reorder=static:2KiB applies to adaptive-inorder delivery only"},
+		{"inorder + reorder", Layers{Preset: "paper004-irregular16", Shorthands: Shorthands("--", "adaptive-inorder", "static:2KiB", "lw")}, ""},
+		{"gate, not a delivery policy", Layers{Preset: "paper004-irregular16", Shorthands: Shorthands("--", "deterministic", "", "trans-t")}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := Resolve(tc.l, LookupPreset)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want %q", err, tc.want)
 			}
 		})
 	}

@@ -61,7 +61,7 @@ type DeliveryConfig struct {
 	NackBytes units.Bytes      `yaml:"nack_bytes" json:"nack_bytes" unit:"bytes" doc:"wire size of a <NACK sn> packet; 0 = 30 (as an ACK, with a NAK code in the AETH)" paper:"004 §3.1"`
 	// Order metering (RFC 4737 / RFC 5236).
 	OrderStreams int `yaml:"order_streams" json:"order_streams" unit:"streams" doc:"source-destination streams whose order is metered (the first ones to deliver a packet); 0 = 1024, -1 = none"`
-	OrderWindow  int `yaml:"order_window" json:"order_window" unit:"packets" doc:"RFC 4737 history window of each stream meter (exact extents up to this lateness); 0 = 256"`
+	OrderWindow  int `yaml:"order_window" json:"order_window" unit:"packets" doc:"RFC 4737 history window of each stream meter (exact extents up to this lateness), 1 to 1048576; left out, 256" nonzero:"1 to 1048576 packets (leave the key out for the default, 256)"`
 }
 
 // DefaultDeliveryConfig follows routing.mode, with the defaults of every

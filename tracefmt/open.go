@@ -64,6 +64,11 @@ func Open(path string, f Format, opts Options) (Reader, error) {
 	return r, nil
 }
 
+// maxSRTShift bounds the tracedates of the SRT files merged as one trace:
+// the latest starts at most this long after the earliest, so that every
+// shifted arrival fits the replay's picosecond clock (about 106 days).
+const maxSRTShift = 100 * 24 * time.Hour
+
 // OpenFiles reads several SRT files as one trace, as DiskSim's hplcomb
 // combines the files of one day: each file's times are shifted by its
 // header tracedate minus the earliest tracedate, and the files' records are
@@ -88,10 +93,20 @@ func OpenFiles(paths []string, f Format, opts Options) (Reader, error) {
 		}
 		return nil, err
 	}
+	var seen []os.FileInfo // one file given twice would count its records twice
 	for _, p := range paths {
 		fh, err := os.Open(p)
 		if err != nil {
 			return fail(err)
+		}
+		if fi, err := fh.Stat(); err == nil {
+			for i, s := range seen {
+				if os.SameFile(fi, s) {
+					fh.Close()
+					return fail(&ParseError{File: p, Msg: fmt.Sprintf("the same file as %s, given before: its records would be counted twice", paths[i])})
+				}
+			}
+			seen = append(seen, fi)
 		}
 		closers = append(closers, fh)
 		br, err := decompress(fh, p, &closers)
@@ -119,6 +134,14 @@ func OpenFiles(paths []string, f Format, opts Options) (Reader, error) {
 	})
 	base := m.files[0].tracedate
 	for _, d := range m.files {
+		// Sub saturates at 292 years and the replay's picoseconds hold
+		// 106 days: a far tracedate (year 9999) made every arrival of the
+		// file wrap to -9223372036 s. The files of one trace lie within
+		// days of each other (hplcomb merges one day's).
+		if shift := d.tracedate.Sub(base); shift > maxSRTShift {
+			return fail(&ParseError{File: d.name, Msg: fmt.Sprintf("header tracedate %s is %.0f days after that of %s (%s): the files merged as one trace must start within %.0f days of each other",
+				d.tracedate.Format(time.DateTime), float64(d.tracedate.Unix()-base.Unix())/86400, m.files[0].name, base.Format(time.DateTime), maxSRTShift.Hours()/24)})
+		}
 		d.shift = d.tracedate.Sub(base)
 	}
 	return &reader{dec: m, format: SRT, name: paths[0], opts: opts, closers: closers}, nil

@@ -243,6 +243,10 @@ func (c *checker) checkStruct(n *yaml.Node, t reflect.Type, path string) {
 	info := structFields(t)
 	c.eachPair(n, path, func(k, v *yaml.Node) {
 		if f, ok := info.lookup(k.Value); ok {
+			if want, zero := explicitZero(f.sf, v); zero {
+				c.errorf(v, join(path, k.Value), "0: want %s", want)
+				return
+			}
 			c.check(v, f.sf.Type, join(path, k.Value))
 			return
 		}
@@ -361,4 +365,27 @@ func describe(n *yaml.Node) string {
 		v = v[:40] + "..."
 	}
 	return strconv.Quote(v)
+}
+
+// explicitZero reports whether n gives the value 0 to a field whose
+// `nonzero` tag refuses it, and the tag's text (the range the field takes).
+// Such a field reads 0 in a config built in code as "the default", so a 0
+// written in a file or --set would silently become the default: it is
+// refused instead, and the key is left out for the default.
+func explicitZero(sf reflect.StructField, n *yaml.Node) (string, bool) {
+	want, ok := sf.Tag.Lookup("nonzero")
+	if !ok {
+		return "", false
+	}
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.ScalarNode || isNull(n) {
+		return "", false
+	}
+	var f float64
+	if err := n.Decode(&f); err != nil || f != 0 {
+		return "", false
+	}
+	return want, true
 }

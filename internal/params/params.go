@@ -30,6 +30,10 @@
 //     (units.Bytes, units.BitRate, des.Time) need none.
 //   - paper: optional; where the knob and its default come from, as
 //     "<seed number> §<section>".
+//   - nonzero: optional; the range the field takes, e.g. "1 to 64 (leave
+//     the key out for the default, 8)". For a field whose 0 in a config
+//     built in code stands for its default, an explicit 0 in a file or
+//     --set is refused with this text instead of becoming the default.
 //
 // A leaf is any field that is not a plain struct: numbers, strings, lists,
 // maps, and every type implementing yaml.Unmarshaler or

@@ -537,3 +537,43 @@ func TestDumpWritesEveryKey(t *testing.T) {
 		t.Fatalf("dump over another base:\n%s\nwant:\n%s", again, want)
 	}
 }
+
+// TestNonzeroTag: a field tagged nonzero refuses an explicit 0 (or 0.0)
+// from a file, a --set and a --set of its enclosing struct, naming the key
+// and the tag's range; other values, and leaving the key out, pass.
+func TestNonzeroTag(t *testing.T) {
+	type inner struct {
+		N int `yaml:"n" doc:"n" nonzero:"1 to 8 (leave the key out for the default, 4)"`
+		M int `yaml:"m" doc:"m"`
+	}
+	type outer struct {
+		In inner `yaml:"in"`
+	}
+	for _, tc := range []struct {
+		name, file, set, want string
+	}{
+		{"file 0", "in:\n  n: 0\n", "", "c.yaml:2: in.n: 0: want 1 to 8 (leave the key out for the default, 4)"},
+		{"file 0.0", "in: {n: 0.0}\n", "", "in.n: 0: want 1 to 8"},
+		{"set 0", "", "in.n=0", "--set in.n: 0: want 1 to 8"},
+		{"set struct", "", "in={n: 0}", "in.n: 0: want 1 to 8"},
+		{"file 3", "in:\n  n: 3\n  m: 0\n", "", ""},
+		{"set 3", "", "in.n=3", ""},
+		{"untagged 0", "", "in.m=0", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var dst outer
+			var err error
+			if tc.file != "" {
+				err = DecodeYAML(strings.NewReader(tc.file), "c.yaml", &dst)
+			} else {
+				err = Set(&dst, tc.set)
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

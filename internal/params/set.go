@@ -79,6 +79,11 @@ func (s setter) set(v reflect.Value, segs []string, done string) error {
 		info := structFields(t)
 		f, ok := info.lookup(segs[0])
 		if ok {
+			if len(segs) == 1 {
+				if want, zero := explicitZero(f.sf, s.node()); zero {
+					return fmt.Errorf("0: want %s", want)
+				}
+			}
 			return s.set(v.FieldByIndex(f.index), segs[1:], join(done, segs[0]))
 		}
 		if info.inlineMap == nil {
@@ -164,4 +169,14 @@ func (s setter) assign(v reflect.Value) error {
 	}
 	v.Set(nv.Elem())
 	return nil
+}
+
+// node is the value as a YAML scalar node, for explicitZero; a value that
+// is not one single YAML value gives an empty node, which assign refuses.
+func (s setter) node() *yaml.Node {
+	var doc yaml.Node
+	if yaml.Unmarshal([]byte(s.value), &doc) != nil || len(doc.Content) != 1 {
+		return &yaml.Node{}
+	}
+	return doc.Content[0]
 }

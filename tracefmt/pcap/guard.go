@@ -267,6 +267,9 @@ func (g *guard) loadBlock() error {
 	switch typ {
 	case ngIDB:
 		g.snaplens = append(g.snaplens, g.order.Uint32(b[12:16]))
+		if err := g.checkTSResol(b[16 : length-4]); err != nil {
+			return err
+		}
 	case ngEPB, ngPB:
 		capLen, origLen := g.order.Uint32(b[20:24]), g.order.Uint32(b[24:28])
 		if err := checkLens(g, capLen, origLen); err != nil {
@@ -289,6 +292,29 @@ func (g *guard) loadBlock() error {
 		}
 	}
 	g.next = g.off + int64(length)
+	return nil
+}
+
+// checkTSResol walks the options of an interface description block and
+// refuses an if_tsresol of 0: by the pcapng specification that is
+// 10^0 s, one-second stamps, but the pcapng reader takes 0 for "absent"
+// and reads the stamps as microseconds, which would silently compress the
+// capture's time a million-fold.
+func (g *guard) checkTSResol(opts []byte) error {
+	const ifTSResol = 9
+	for len(opts) >= 4 {
+		code, n := g.order.Uint16(opts), int(g.order.Uint16(opts[2:]))
+		if code == 0 { // opt_endofopt
+			return nil
+		}
+		if 4+n > len(opts) {
+			return nil // the reader reports a malformed option
+		}
+		if code == ifTSResol && n == 1 && opts[4] == 0 {
+			return g.fail("the interface description block %d: if_tsresol 0 (one-second timestamps) is not supported: the pcapng reader would take the stamps for microseconds; rewrite the capture with a resolution of 6 (microseconds) or finer", len(g.snaplens)-1)
+		}
+		opts = opts[4+(n+3)&^3:]
+	}
 	return nil
 }
 
