@@ -127,6 +127,12 @@ func TestInlineWriteNeedsQuiet(t *testing.T) {
 	if n := d.InlineWrites(); n < 1 || n > 5 {
 		t.Errorf("%d of 50 back-to-back small frames written inline, want the first (and at most a few)", n)
 	}
+	// A frame goes inline only when the writer has nothing pending: on a
+	// loaded machine it may still be writing the 50 after the quiet time,
+	// so wait for it to drain first.
+	if !within(5*time.Second, func() bool { return d.Stats().FramesOut == 50 }) {
+		t.Fatalf("the writer did not drain: stats %+v", d.Stats())
+	}
 	time.Sleep(2 * inlineQuiet)
 	before := d.InlineWrites()
 	if err := d.Write(udpFrame(d.MAC(), ip, ip, 9, 50, 32)); err != nil {
