@@ -356,3 +356,24 @@ func (c *Counters) WriteTiming() WriteTiming {
 	t.Write.Merge(&c.timing.Write)
 	return t
 }
+
+// RoomSignal holds the callback a port's writer calls each time it takes
+// a frame from its queue (WriteRoomer.OnWriteRoom); set and called from
+// different goroutines.
+type RoomSignal struct{ fn atomic.Pointer[func()] }
+
+// Set replaces the callback; nil removes it.
+func (r *RoomSignal) Set(fn func()) {
+	if fn == nil {
+		r.fn.Store(nil)
+		return
+	}
+	r.fn.Store(&fn)
+}
+
+// Signal calls the callback, if one is set.
+func (r *RoomSignal) Signal() {
+	if fn := r.fn.Load(); fn != nil {
+		(*fn)()
+	}
+}

@@ -186,9 +186,9 @@ type Port struct {
 	txMu     sync.RWMutex // guards txClosed against Send racing Close
 	txClosed bool
 	txq      chan *frameport.Frame
-	roomFn   atomic.Pointer[func()]
-	wbuf     []byte // writer-owned: a length prefix and its frame
-	segBuf   []byte // writer-owned: the segment vnet.Segment builds
+	room     frameport.RoomSignal // OnWriteRoom's callback
+	wbuf     []byte               // writer-owned: a length prefix and its frame
+	segBuf   []byte               // writer-owned: the segment vnet.Segment builds
 
 	startOnce sync.Once
 	done      chan struct{} // closed by Close after the writer drained
@@ -558,21 +558,13 @@ func (p *Port) Send(f *frameport.Frame) error {
 func (p *Port) WriteRoom() int { return cap(p.txq) - len(p.txq) }
 
 // OnWriteRoom sets the writer's room callback (frameport.WriteRoomer).
-func (p *Port) OnWriteRoom(fn func()) {
-	if fn == nil {
-		p.roomFn.Store(nil)
-		return
-	}
-	p.roomFn.Store(&fn)
-}
+func (p *Port) OnWriteRoom(fn func()) { p.room.Set(fn) }
 
 // writeLoop is the port's only writer: frames leave in Send order.
 func (p *Port) writeLoop() {
 	defer p.writerWG.Done()
 	for f := range p.txq {
-		if fn := p.roomFn.Load(); fn != nil {
-			(*fn)()
-		}
+		p.room.Signal()
 		p.writeOne(f)
 	}
 }

@@ -467,21 +467,13 @@ func (d *Device) WriteRoom() int { return cap(d.txq) - len(d.txq) }
 
 // OnWriteRoom sets the callback the writer calls each time it takes a
 // frame from its queue (frameport.WriteRoomer).
-func (d *Device) OnWriteRoom(fn func()) {
-	if fn == nil {
-		d.roomFn.Store(nil)
-		return
-	}
-	d.roomFn.Store(&fn)
-}
+func (d *Device) OnWriteRoom(fn func()) { d.room.Set(fn) }
 
 // writeLoop is the device's only writer: frames leave in Send order.
 func (d *Device) writeLoop() {
 	defer d.writerWG.Done()
 	for f := range d.txq {
-		if fn := d.roomFn.Load(); fn != nil {
-			(*fn)()
-		}
+		d.room.Signal()
 		// An inline write (Send) that started before this frame was
 		// queued is finishing: it holds pending at 1 only while it
 		// writes, and this frame is counted in pending too.

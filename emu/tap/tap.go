@@ -186,9 +186,9 @@ type Device struct {
 	pending      atomic.Int64
 	inlineMax    int
 	inlineWrites atomic.Uint64
-	lastSend     atomic.Int64           // unix ns of the last Send of a small frame (inline candidate)
-	inlineQuiet  int64                  // ns: inlineQuiet (tests set 0)
-	roomFn       atomic.Pointer[func()] // OnWriteRoom's callback
+	lastSend     atomic.Int64         // unix ns of the last Send of a small frame (inline candidate)
+	inlineQuiet  int64                // ns: inlineQuiet (tests set 0)
+	room         frameport.RoomSignal // OnWriteRoom's callback
 
 	startOnce sync.Once
 	started   atomic.Bool

@@ -65,7 +65,7 @@ type Port struct {
 	txMu     sync.RWMutex // guards txClosed against Send racing Close
 	txClosed bool
 	txq      chan *frameport.Frame
-	roomFn   atomic.Pointer[func()] // OnWriteRoom's callback
+	room     frameport.RoomSignal // OnWriteRoom's callback
 
 	startOnce sync.Once
 	started   atomic.Bool
@@ -244,22 +244,14 @@ func (p *Port) WriteRoom() int { return cap(p.txq) - len(p.txq) }
 
 // OnWriteRoom sets the callback the writer calls each time it takes a
 // frame from its queue (frameport.WriteRoomer).
-func (p *Port) OnWriteRoom(fn func()) {
-	if fn == nil {
-		p.roomFn.Store(nil)
-		return
-	}
-	p.roomFn.Store(&fn)
-}
+func (p *Port) OnWriteRoom(fn func()) { p.room.Set(fn) }
 
 // writeLoop is the port's only writer: frames reach the peer in Send order.
 func (p *Port) writeLoop() {
 	defer p.writerWG.Done()
 	q := p.peer
 	for f := range p.txq {
-		if fn := p.roomFn.Load(); fn != nil {
-			(*fn)()
-		}
+		p.room.Signal()
 		var t0 time.Time
 		if !f.At.IsZero() {
 			t0 = time.Now()
