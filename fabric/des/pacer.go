@@ -415,6 +415,12 @@ func (p *Pacer) Submit(in Input) error {
 }
 
 func (p *Pacer) submitQueued(in Input) error {
+	// A stopped pacer refuses before the queue is tried: with room in
+	// the queue, a select of both would accept the input half the time
+	// after Run has returned, and nothing would ever take it.
+	if p.hasStopped() {
+		return ErrPacerStopped
+	}
 	select {
 	case p.in <- in:
 		p.kickLoop()
@@ -446,6 +452,9 @@ func (p *Pacer) SubmitWait(in Input) (waited bool, err error) {
 	if ran, err := p.tryDirect(in); ran {
 		return false, err
 	}
+	if p.hasStopped() {
+		return false, ErrPacerStopped
+	}
 	select {
 	case p.in <- in:
 		p.kickLoop()
@@ -460,6 +469,9 @@ func (p *Pacer) SubmitWait(in Input) (waited bool, err error) {
 func (p *Pacer) TrySubmit(in Input) bool {
 	if ran, err := p.tryDirect(in); ran {
 		return err == nil
+	}
+	if p.hasStopped() {
+		return false
 	}
 	select {
 	case p.in <- in:
@@ -570,6 +582,16 @@ func (p *Pacer) Do(fn func()) error {
 
 // Stop makes Run return after the event it is running. Idempotent.
 func (p *Pacer) Stop() { p.stopOnce.Do(func() { close(p.stop) }) }
+
+// hasStopped reports whether Run has returned.
+func (p *Pacer) hasStopped() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
 
 // Done is closed when Run has returned.
 func (p *Pacer) Done() <-chan struct{} { return p.done }
