@@ -183,6 +183,9 @@ type Emulator struct {
 	bgGen   uint64
 	// dilationAuto: the dilation was measured by calibrate.
 	dilationAuto bool
+	// window is the largest time of each loop-side stage in the current
+	// validity interval (stages.go; loop-owned).
+	window stageWindow
 	// Free lists of the frame path (loop-owned).
 	freeRefs []*frameRef
 	freeTags []*copyTag
@@ -493,7 +496,7 @@ func (e *Emulator) attach() error {
 	var err error
 	pc := des.PacerConfig{Dilation: e.cfg.Pacing.Dilation,
 		LagThreshold: time.Duration(e.cfg.Pacing.LagThreshold), Spin: time.Duration(e.cfg.Pacing.Spin),
-		PreciseTimer: e.cfg.Pacing.PreciseTimer, DirectInput: e.cfg.Pacing.DirectInput, Classify: e.classify,
+		PreciseTimer: e.cfg.Pacing.PreciseTimer, DirectInput: e.cfg.Pacing.DirectInput, Classify: e.classify, Stages: e.intervalStages,
 		BusyPoll: e.cfg.Pacing.BusyPollFor(runtime.NumCPU())}
 	e.log.Info("pacing", zap.String("busy_poll", e.cfg.Pacing.BusyPoll), zap.Duration("busy_poll_period", pc.BusyPoll),
 		zap.Int("cpus", runtime.NumCPU()), zap.String("overload", e.cfg.Pacing.Overload), zap.Duration("max_lag", time.Duration(e.cfg.Pacing.MaxLag)))
@@ -667,6 +670,8 @@ func (e *Emulator) ingress(p *port, f *frameport.Frame, cost int, at des.Time, s
 	now := time.Now()
 	p.tSubmit.Add(int64(sub.Sub(f.At)))
 	p.tIngress.Add(int64(now.Sub(sub)))
+	e.window.readToSubmit = max(e.window.readToSubmit, sub.Sub(f.At))
+	e.window.submitToIngress = max(e.window.submitToIngress, now.Sub(sub))
 	h := &f.Header
 	if !h.Src.IsMulticast() {
 		e.macs[h.Src] = p
@@ -754,6 +759,10 @@ func (e *Emulator) delivered(m *nic.Message, at des.Time) {
 	nf.At = time.Now() // the writer measures its queue and write from here
 	tag.ref.src.tModel.Add(int64(t0.Sub(tag.ref.in)))
 	tag.ref.src.tEgress.Add(int64(nf.At.Sub(t0)))
+	// The model's stage is late by how long after the wall time of its
+	// simulated delivery the delivery ran.
+	e.window.modelLate = max(e.window.modelLate, t0.Sub(e.pacer.WallTime(at)))
+	e.window.egress = max(e.window.egress, nf.At.Sub(t0))
 	reordered := tag.seq+1 < st.high
 	st.high = max(st.high, tag.seq+1)
 	mm := e.arrivals.take(m)

@@ -17,7 +17,7 @@ type Collector struct {
 	capFrames, capDropped                            *prometheus.Desc // bgcapture.go
 	egressHolds, egressHeld, egressBacklog           *prometheus.Desc // egress.go
 	wakeLag, excessLag, validFraction, behind        *prometheus.Desc
-	invalidCause, dilation, raises                   *prometheus.Desc
+	invalidCause, invalidStage, dilation, raises     *prometheus.Desc
 }
 
 // NewCollector returns a collector reading status.
@@ -43,6 +43,7 @@ func NewCollector(status StatusFunc) *Collector {
 		wakeLag:       d("wake_lag_seconds", "How late the loop woke from its timed sleeps (timer granularity, scheduling)."),
 		excessLag:     d("excess_lag_seconds", "Event lag beyond the loop's oversleep: how far the model was behind."),
 		invalidCause:  d("realtime_invalid_intervals_by_cause_total", "Intervals not real-time valid, by cause: behind (the model's backlog), preempted (held up while busy), late_start (the idle loop started late), dilation_raised, gc_pause.", "cause"),
+		invalidStage:  d("realtime_invalid_intervals_by_slowest_stage_total", "Intervals not real-time valid, by the stage of the frame path that took longest in them: read_to_submit, submit_to_ingress, model_late, egress, writer_queue, write.", "stage"),
 		dilation:      d("dilation", "Wall seconds per simulated second in force."),
 		raises:        d("dilation_raises_total", "Times pacing.overload dilate raised the dilation."),
 		behind:        d("behind_seconds", "How far behind the wall clock the loop's oldest due event was at its last look."),
@@ -65,7 +66,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.accepted, c.packets, c.latency, c.simSeconds, c.lag, c.intervals, c.invalid,
 		c.connFrames, c.connReordered, c.connRatio, c.nicRatio, c.nicRatioAfter, c.capFrames, c.capDropped,
 		c.egressHolds, c.egressHeld, c.egressBacklog, c.wakeLag, c.excessLag, c.validFraction, c.behind,
-		c.invalidCause, c.dilation, c.raises} {
+		c.invalidCause, c.invalidStage, c.dilation, c.raises} {
 		ch <- d
 	}
 }
@@ -113,6 +114,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	histogram(ch, c.excessLag, st.Pacer.ExcessLagBuckets, 1e-9)
 	for cause, n := range st.Pacer.InvalidByCause {
 		counter(c.invalidCause, float64(n), cause)
+	}
+	for stage, n := range st.Pacer.InvalidBySlowest {
+		counter(c.invalidStage, float64(n), stage)
 	}
 	gauge(c.dilation, st.Pacer.Dilation)
 	counter(c.raises, float64(st.Pacer.DilationRaises))

@@ -103,6 +103,28 @@ func validityWarning(prev, cur validityLook, recent []des.IntervalReport, since 
 	return msg, cause, worst
 }
 
+// slowestSince names, for the invalid intervals of recent that ended
+// after since, the stage that took longest in the worst of them and how
+// long ("model_late 4.2ms"), or "" if they measured no stage.
+func slowestSince(recent []des.IntervalReport, since time.Time) string {
+	var worst *des.IntervalReport
+	for i := range recent {
+		r := &recent[i]
+		if r.End.After(since) && r.Slowest != "" && (worst == nil || r.MaxLag > worst.MaxLag) {
+			worst = r
+		}
+	}
+	if worst == nil {
+		return ""
+	}
+	for _, st := range worst.Stages {
+		if st.Stage == worst.Slowest {
+			return fmt.Sprintf("%s %v", st.Stage, st.Max)
+		}
+	}
+	return worst.Slowest
+}
+
 // watchValidity logs validityWarning every validityEvery until the
 // emulator stops.
 func (e *Emulator) watchValidity() {
@@ -118,6 +140,7 @@ func (e *Emulator) watchValidity() {
 			cur, st := e.lookValidity()
 			if msg, cause, worst := validityWarning(prev, cur, st.Recent, since, e.cfg.Pacing.RealtimePriority); msg != "" {
 				e.log.Warn(msg, zap.String("cause", cause), zap.Duration("worst_excess_lag", worst),
+					zap.String("slowest_stage", slowestSince(st.Recent, since)),
 					zap.Duration("lag_threshold", st.LagThreshold), zap.Float64("valid_fraction_since_start", st.ValidFraction))
 			}
 			prev, since = cur, now

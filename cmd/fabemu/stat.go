@@ -11,10 +11,12 @@ import (
 	"net/http"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/fabemu/fabemu/emu"
+	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/hist"
 	"github.com/fabemu/fabemu/internal/report"
 	"github.com/fabemu/fabemu/reorder"
@@ -133,6 +135,31 @@ func fetchStatus(ctx context.Context, socket string) ([]byte, error) {
 	return body, nil
 }
 
+// lateShown is how many of the latest invalid intervals stat details.
+const lateShown = 5
+
+// writeLateStages prints, for the latest invalid intervals, the largest
+// time each stage of the frame path took in them, the slowest marked.
+func writeLateStages(w io.Writer, recent []des.IntervalReport) {
+	if len(recent) > lateShown {
+		recent = recent[len(recent)-lateShown:]
+	}
+	for _, r := range recent {
+		if len(r.Stages) == 0 {
+			continue
+		}
+		parts := make([]string, len(r.Stages))
+		for i, st := range r.Stages {
+			parts[i] = fmt.Sprintf("%s %s", st.Stage, f3(float64(st.Max)/1e3))
+			if st.Stage == r.Slowest {
+				parts[i] = "*" + parts[i]
+			}
+		}
+		fmt.Fprintf(w, "  late interval at %s (%s, excess lag %s us), stage maxima us: %s\n",
+			r.Start.Format("15:04:05"), r.Cause, f3(float64(r.MaxLag)/1e3), strings.Join(parts, ", "))
+	}
+}
+
 func writeStatus(w io.Writer, st *emu.Status) error {
 	p := st.Pacer
 	fmt.Fprintf(w, "fabemu daemon: up %.0f s, preset %s (%s), delivery %s, routing %s, background hosts %d\n",
@@ -154,6 +181,14 @@ func writeStatus(w io.Writer, st *emu.Status) error {
 	for _, c := range slices.Sorted(maps.Keys(p.InvalidByCause)) {
 		fmt.Fprintf(w, "  not valid, %s: %d intervals (%s)\n", c, p.InvalidByCause[c], emu.CauseText(c))
 	}
+	if len(p.InvalidBySlowest) > 0 {
+		var parts []string
+		for _, s := range slices.Sorted(maps.Keys(p.InvalidBySlowest)) {
+			parts = append(parts, fmt.Sprintf("%s %d", s, p.InvalidBySlowest[s]))
+		}
+		fmt.Fprintf(w, "  slowest stage of the intervals not valid: %s\n", strings.Join(parts, ", "))
+	}
+	writeLateStages(w, p.Recent)
 	fmt.Fprintf(w, "fabric: %s packets delivered, %.3f Gb/s accepted (payload, simulated time), latency p50 / p99 %s / %s ns\n\n",
 		report.FormatUint(st.Fabric.DeliveredPackets), st.Fabric.AcceptedGbps, f3(st.Fabric.LatencyNs.P50), f3(st.Fabric.LatencyNs.P99))
 	if c := st.BackgroundCapture; c != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/fabemu/fabemu/emu"
 	"github.com/fabemu/fabemu/emu/frameport"
 	"github.com/fabemu/fabemu/emu/frameport/porttest"
+	"github.com/fabemu/fabemu/fabric/des"
 )
 
 // statDaemon serves the control API of an emulator on in-memory ports.
@@ -112,5 +113,27 @@ func TestStatChecksSchema(t *testing.T) {
 		if _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), `status schema "other/v9"`) {
 			t.Errorf("%v: %v, want the schema refused", args, err)
 		}
+	}
+}
+
+// stat details the latest invalid intervals stage by stage and marks the
+// slowest; intervals without stage times (older daemons) are left out.
+func TestStatLateStages(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var recent []des.IntervalReport
+	for i := range 7 {
+		recent = append(recent, des.IntervalReport{Start: t0.Add(time.Duration(i) * time.Second), MaxLag: 2 * time.Millisecond, Cause: des.CausePreempted,
+			Stages:  []des.StageTime{{Stage: emu.StageReadToSubmit, Max: 12 * time.Microsecond}, {Stage: emu.StageModelLate, Max: 2100 * time.Microsecond}},
+			Slowest: emu.StageModelLate})
+	}
+	recent = append(recent, des.IntervalReport{Start: t0.Add(time.Minute), MaxLag: 5 * time.Millisecond, Cause: des.CauseLate})
+	var b bytes.Buffer
+	writeLateStages(&b, recent)
+	out := b.String()
+	if n := strings.Count(out, "late interval at"); n != 4 {
+		t.Errorf("%d intervals detailed, want 4 (the latest 5, one without stages):\n%s", n, out)
+	}
+	if !strings.Contains(out, "late interval at 03:04:08 (preempted, excess lag 2,000 us), stage maxima us: read_to_submit 12, *model_late 2,100") {
+		t.Errorf("stat output lacks the stage line:\n%s", out)
 	}
 }

@@ -282,6 +282,30 @@ type WriteTiming struct {
 	Queue hist.Hist
 	// Write is the write itself (a system call for a TAP device).
 	Write hist.Hist
+	// QueueMax and WriteMax are the largest Queue and Write since the
+	// last TakeWindow (the daemon's per-interval stage times).
+	QueueMax, WriteMax time.Duration
+}
+
+// Record adds one frame's time in the writer's queue and in its write.
+func (t *WriteTiming) Record(queue, write time.Duration) {
+	t.Queue.Add(int64(queue))
+	t.Write.Add(int64(write))
+	t.QueueMax = max(t.QueueMax, queue)
+	t.WriteMax = max(t.WriteMax, write)
+}
+
+// TakeWindow returns QueueMax and WriteMax and starts a new window.
+func (t *WriteTiming) TakeWindow() (queue, write time.Duration) {
+	queue, write = t.QueueMax, t.WriteMax
+	t.QueueMax, t.WriteMax = 0, 0
+	return queue, write
+}
+
+// WriteWindower is a Port whose writer keeps the largest queue and write
+// times since it was last asked (WriteTiming.TakeWindow).
+type WriteWindower interface {
+	TakeWriteWindow() (queue, write time.Duration)
 }
 
 // Counters are a port's boundary counters and write timing, updated by
@@ -328,9 +352,16 @@ func (c *Counters) RefuseOut(cause Cause) { c.outRefused[cause].Add(1) }
 // to start, the writer taking it) and in the write (start to end).
 func (c *Counters) RecordWrite(at, start, end time.Time) {
 	c.timingMu.Lock()
-	c.timing.Queue.Add(int64(start.Sub(at)))
-	c.timing.Write.Add(int64(end.Sub(start)))
+	c.timing.Record(start.Sub(at), end.Sub(start))
 	c.timingMu.Unlock()
+}
+
+// TakeWriteWindow returns the largest queue and write times since it was
+// last called (WriteWindower).
+func (c *Counters) TakeWriteWindow() (queue, write time.Duration) {
+	c.timingMu.Lock()
+	defer c.timingMu.Unlock()
+	return c.timing.TakeWindow()
 }
 
 // Stats returns the boundary counters (Port).

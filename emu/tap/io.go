@@ -71,6 +71,14 @@ func (d *Device) WriteTiming() WriteTiming {
 	return t
 }
 
+// TakeWriteWindow returns the largest queue and write times since it was
+// last called (frameport.WriteWindower).
+func (d *Device) TakeWriteWindow() (queue, write time.Duration) {
+	d.ctr.timingMu.Lock()
+	defer d.ctr.timingMu.Unlock()
+	return d.ctr.timing.TakeWindow()
+}
+
 // Stats returns a snapshot of the counters (each read atomically; the set
 // is not one atomic snapshot).
 func (d *Device) Stats() Stats {
@@ -496,8 +504,7 @@ func (d *Device) writeOne(f *Frame) {
 	if !t0.IsZero() {
 		t1 := time.Now()
 		d.ctr.timingMu.Lock()
-		d.ctr.timing.Queue.Add(int64(t0.Sub(f.At)))
-		d.ctr.timing.Write.Add(int64(t1.Sub(t0)))
+		d.ctr.timing.Record(t0.Sub(f.At), t1.Sub(t0))
 		d.ctr.timingMu.Unlock()
 	}
 	if err == nil && n != len(f.Data) {

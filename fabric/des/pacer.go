@@ -111,6 +111,15 @@ type PacerConfig struct {
 	// r.Cause (CauseBehind, CausePreempted, CauseDilated or CauseLate), and returns the
 	// cause to record (r.Cause to keep it).
 	Classify func(r IntervalReport) string
+	// Stages, when set, runs on the loop as every interval closes (valid
+	// or not) and returns the largest time each stage of the caller's path
+	// took during the interval, starting a new window. An invalid
+	// interval's report keeps them (IntervalReport.Stages) and names the
+	// stage that took longest, so that a late interval says where its
+	// time went and by how much. Intervals skipped in one go after a long
+	// idle stretch are not asked (nothing ran in them); the next window
+	// covers them.
+	Stages func() []StageTime
 	// Clock is the wall clock; nil means the real one.
 	Clock Clock
 }
@@ -151,6 +160,30 @@ type IntervalReport struct {
 	// CausePreempted, CauseDilated, CauseLate or what
 	// PacerConfig.Classify named).
 	Cause string `json:"cause"`
+	// Stages is what PacerConfig.Stages measured during the interval, and
+	// Slowest the stage among them that took longest (empty without it).
+	Stages  []StageTime `json:"stages,omitempty"`
+	Slowest string      `json:"slowest_stage,omitempty"`
+}
+
+// StageTime is the largest wall time one stage of a frame's path took
+// within an interval.
+type StageTime struct {
+	Stage string        `json:"stage"`
+	Max   time.Duration `json:"max_ns"`
+}
+
+// slowestStage names the stage of st that took longest ("" if none took
+// any time).
+func slowestStage(st []StageTime) string {
+	var name string
+	var worst time.Duration
+	for _, s := range st {
+		if s.Max > worst {
+			name, worst = s.Stage, s.Max
+		}
+	}
+	return name
 }
 
 // PacerStats is a snapshot of the pacer's measurements.
@@ -195,6 +228,9 @@ type PacerStats struct {
 	// InvalidByCause counts the invalid intervals by cause
 	// (IntervalReport.Cause).
 	InvalidByCause map[string]uint64 `json:"invalid_by_cause,omitempty"`
+	// InvalidBySlowest counts the invalid intervals by the stage that took
+	// longest in them (PacerConfig.Stages; absent without it).
+	InvalidBySlowest map[string]uint64 `json:"invalid_by_slowest_stage,omitempty"`
 	// LagThreshold is the validity threshold.
 	LagThreshold time.Duration `json:"lag_threshold_ns"`
 	// Dilation is the dilation in force; DilationRaises how often the
@@ -318,6 +354,7 @@ type Pacer struct {
 	intervals   uint64
 	invalid     uint64
 	byCause     map[string]uint64
+	bySlowest   map[string]uint64
 	raises      uint64
 	recent      []IntervalReport
 	inputH      *inputHandler
@@ -375,7 +412,7 @@ func NewPacer(eng *Engine, cfg PacerConfig) (*Pacer, error) {
 	}
 	p := &Pacer{eng: eng, clock: cfg.Clock, dilation: cfg.Dilation, cfg: cfg,
 		in: make(chan Input, cfg.InputQueue), calls: make(chan func()), kick: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{}), byCause: map[string]uint64{}}
+		stop: make(chan struct{}), done: make(chan struct{}), byCause: map[string]uint64{}, bySlowest: map[string]uint64{}}
 	p.inputH = &inputHandler{p}
 	now := p.clock.Now()
 	p.start = now.Add(-p.wallOf(eng.Now()))
@@ -982,9 +1019,14 @@ func (p *Pacer) closeIntervals(now time.Time) {
 	for now.Sub(p.ivStart) >= p.cfg.Interval {
 		end := p.ivStart.Add(p.cfg.Interval)
 		p.intervals++
+		var stages []StageTime
+		if p.cfg.Stages != nil {
+			stages = p.cfg.Stages()
+		}
 		if p.ivMax > p.cfg.LagThreshold {
 			p.invalid++
-			r := IntervalReport{Start: p.ivStart, End: end, MaxLag: p.ivMax, Behind: p.ivBehind, Cause: CauseLate}
+			r := IntervalReport{Start: p.ivStart, End: end, MaxLag: p.ivMax, Behind: p.ivBehind, Cause: CauseLate,
+				Stages: stages, Slowest: slowestStage(stages)}
 			switch {
 			case p.ivRaised:
 				r.Cause = CauseDilated
@@ -997,6 +1039,9 @@ func (p *Pacer) closeIntervals(now time.Time) {
 				r.Cause = p.cfg.Classify(r)
 			}
 			p.byCause[r.Cause]++
+			if r.Slowest != "" {
+				p.bySlowest[r.Slowest]++
+			}
 			p.recent = append(p.recent, r)
 			if len(p.recent) > maxRecentInvalid {
 				p.recent = p.recent[1:]
@@ -1022,10 +1067,13 @@ func (p *Pacer) snapshot(now time.Time) {
 		WakeLag: p.wake.Summarize(1), ExcessLag: p.excess.Summarize(1), Behind: p.Behind(),
 		Events: p.eng.Fired(), Inputs: p.inputs, Intervals: p.intervals, Invalid: p.invalid, ValidFraction: 1,
 		Recent: append([]IntervalReport(nil), p.recent...), LagThreshold: p.cfg.LagThreshold,
-		Dilation: p.dilation, DilationRaises: p.raises, BusyPolls: p.busyPolls, InvalidByCause: maps.Clone(p.byCause),
+		Dilation: p.dilation, DilationRaises: p.raises, BusyPolls: p.busyPolls, InvalidByCause: maps.Clone(p.byCause), InvalidBySlowest: maps.Clone(p.bySlowest),
 		LagBuckets: p.lag.Buckets(LagBounds), WakeLagBuckets: p.wake.Buckets(LagBounds), ExcessLagBuckets: p.excess.Buckets(LagBounds)}
 	if len(s.InvalidByCause) == 0 {
 		s.InvalidByCause = nil
+	}
+	if len(s.InvalidBySlowest) == 0 {
+		s.InvalidBySlowest = nil
 	}
 	if p.intervals > 0 {
 		s.ValidFraction = 1 - float64(p.invalid)/float64(p.intervals)

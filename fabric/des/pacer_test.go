@@ -336,6 +336,45 @@ func TestPacerLateStartCause(t *testing.T) {
 	}
 }
 
+// Every interval that closes asks Stages for its window; an invalid one
+// keeps what it returned and names the stage that took longest.
+func TestPacerIntervalStages(t *testing.T) {
+	c := newFakeClock()
+	calls := 0
+	p, _ := startPacer(t, PacerConfig{Clock: c, Interval: 10 * time.Millisecond, LagThreshold: time.Millisecond,
+		Stages: func() []StageTime {
+			calls++
+			if calls > 1 {
+				return []StageTime{{"read", 0}, {"write", 0}}
+			}
+			return []StageTime{{"read", time.Millisecond}, {"model", 5 * time.Millisecond}, {"write", 20 * time.Microsecond}}
+		}})
+	ran := 0
+	waitAsleep(t, p)
+	c.Advance(6 * time.Millisecond)
+	if err := p.Submit(Input{At: c.Now().Add(-5 * time.Millisecond), Fn: func(Time) { ran++ }}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, p, "input", func() bool { return ran == 1 })
+	c.Advance(20 * time.Millisecond)
+	eventually(t, p, "intervals", func() bool { return p.intervals >= 2 })
+	st := p.Snapshot()
+	var n int
+	_ = p.Do(func() { n = calls })
+	if uint64(n) != st.Intervals {
+		t.Errorf("Stages called %d times for %d intervals; want once per interval", n, st.Intervals)
+	}
+	if len(st.Recent) != 1 || len(st.Recent[0].Stages) != 3 || st.Recent[0].Slowest != "model" || st.Recent[0].Stages[1].Max != 5*time.Millisecond {
+		t.Errorf("recent %+v: want one invalid interval with three stages, model the slowest at 5ms", st.Recent)
+	}
+	if st.InvalidBySlowest["model"] != 1 || len(st.InvalidBySlowest) != 1 {
+		t.Errorf("invalid by slowest stage %v, want model: 1", st.InvalidBySlowest)
+	}
+	if slowestStage([]StageTime{{"read", 0}}) != "" {
+		t.Error("a window where nothing took time names a stage")
+	}
+}
+
 // selfTicker is a model slower than real time: every event schedules the
 // next one 1 µs of simulated time later and takes 2 µs of (fake) wall
 // time, so it keeps up only at a dilation of 2 or more.
