@@ -6,6 +6,7 @@ import (
 
 	"github.com/fabemu/fabemu/experiment"
 	"github.com/fabemu/fabemu/model"
+	"github.com/fabemu/fabemu/workload/replay"
 	"github.com/fabemu/fabemu/workload/synth"
 	"github.com/spf13/cobra"
 )
@@ -13,15 +14,19 @@ import (
 // memFlags are --dry-run and --max-memory: every run estimates its memory
 // from the resolved configuration before building anything, prints the
 // estimate and stops under --dry-run, and is refused when the estimate
-// exceeds the available memory (or --max-memory).
+// exceeds the available memory (or --max-memory). A run that passes may
+// still be long: --progress, registered with them, draws its progress
+// line on stderr even when stderr is not a terminal.
 type memFlags struct {
 	dryRun    bool
 	maxMemory string
+	progress  bool
 }
 
 func (mf *memFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.BoolVar(&mf.dryRun, "dry-run", false, "resolve the configuration, print it with the memory estimate, and run nothing")
+	fs.BoolVar(&mf.progress, "progress", false, "write a progress line (simulated time or work done, events per second) to stderr every 2 s even when it is not a terminal (on a terminal it is drawn in place anyway)")
 	fs.StringVar(&mf.maxMemory, "max-memory", "", "memory the run may use, e.g. 8GiB (default: the available memory); a run whose estimate exceeds it is refused")
 }
 
@@ -109,9 +114,12 @@ func (mf *memFlags) checkExperiment(w io.Writer, e *experiment.Experiment, quick
 }
 
 // workloadOf is what a run configuration tells the memory estimate of its
-// workload: the packets a synthetic run generates at most per host; nothing for
-// other kinds (a trace's records are counted when it is read).
+// workload: the packets a synthetic run generates at most per host; for a
+// replay, the requests it may keep outstanding; nothing for other kinds.
 func workloadOf(c any) (model.Workload, error) {
+	if rc, ok := c.(*replay.ReplaySimConfig); ok {
+		return rc.Workload(), nil
+	}
 	sc, ok := c.(*model.SimConfig)
 	if !ok {
 		return model.Workload{PacketsPerHost: -1}, nil
