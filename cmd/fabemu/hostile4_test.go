@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -142,4 +148,107 @@ func TestProgressFlag(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTraceStatsPipe: `trace stats` of a pipe or FIFO opens it once and
+// tells the format from a peek at its one buffer, so a packet capture
+// (plain or gzip), an SRT or a CSV trace piped in is summarised; it used
+// to open a capture a second time and say "not a packet capture (no pcap
+// or pcapng magic; first bytes )". An empty pipe is named as empty, not
+// as an unknown format. `replay --trace FIFO` is refused at once by name
+// (a replay reads its trace twice).
+func TestTraceStatsPipe(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	capture, err := os.ReadFile(filepath.Join("testdata", "capture-small.pcap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(capture)
+	zw.Close()
+	srt := filepath.Join(dir, "t.srt")
+	if out, err := exec.Command(bin, "trace", "gen", srt, "--like", "cello99", "--records", "50", "--seed", "1").CombinedOutput(); err != nil {
+		t.Fatalf("trace gen: %v\n%s", err, out)
+	}
+	srtBytes, err := os.ReadFile(srt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		input []byte
+		want  string
+	}{
+		{"pcap", capture, "36 packets"},
+		{"pcap.gz", gz.Bytes(), "36 packets"},
+		{"srt", srtBytes, "records                   50"},
+	} {
+		cmd := exec.Command(bin, "trace", "stats", "/dev/stdin")
+		cmd.Stdin = bytes.NewReader(c.input) // not an *os.File: exec feeds it through a pipe
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("%s through a pipe: %v\n%s", c.name, err, out)
+		}
+	}
+	empty := exec.Command(bin, "trace", "stats", "/dev/stdin")
+	empty.Stdin = bytes.NewReader(nil)
+	if out, err := empty.CombinedOutput(); err == nil || !strings.Contains(string(out), "/dev/stdin: empty") {
+		t.Errorf("an empty pipe: %v\n%s", err, out)
+	}
+
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- os.WriteFile(fifo, capture, 0o600) }()
+	out, err := exec.Command(bin, "trace", "stats", fifo).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "36 packets") {
+		t.Errorf("a capture through a FIFO: %v\n%s", err, out)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("writing the FIFO: %v", err)
+	}
+	expectRefusal(t, bin, []string{"replay", "--trace", fifo}, "is a pipe: a replay reads its trace more than once", 0)
+}
+
+// TestSweepPlanUsesSimEstimate: `sweep plan` estimates a point with sim's
+// estimator (model.EstimateRun of the row, experiment.Workload), without
+// building the topology, and refuses a plan whose largest point does not
+// fit as sim refuses the run. It used to build every row's topology for a
+// rough guess of its own: topology.k=[200,200] took 44 s and estimated
+// 6,309,952 MiB per point (sim --dry-run: 908 MiB), [1000,1000] gave no
+// answer in 60 s where sim refuses at once.
+func TestSweepPlanUsesSimEstimate(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	spec := func(k string) string {
+		return writeFile(t, dir, "k"+k+".yaml", text("name: big\ngrid:\n  preset: torus8x8-dor\n  set: [\"topology.k=["+k+","+k+"]\", run.duration=1us, run.warmup=0s]\n  loads: [0.5]\n"))
+	}
+	out, err := run(t, "sweep", "plan", spec("200"))
+	if err != nil {
+		t.Fatalf("sweep plan: %v\n%s", err, out)
+	}
+	dry, err := run(t, "sim", "--preset", "torus8x8-dor", "--set", "topology.k=[200,200]", "--duration", "1us", "--warmup", "0s", "--load", "0.5", "--dry-run")
+	if err != nil {
+		t.Fatalf("sim --dry-run: %v\n%s", err, dry)
+	}
+	m := regexp.MustCompile(`memory estimate\s+([0-9.]+) MiB`).FindStringSubmatch(dry)
+	if m == nil {
+		t.Fatalf("no estimate in sim --dry-run:\n%s", dry)
+	}
+	mib, _ := strconv.ParseFloat(m[1], 64)
+	// sim rounds the MiB to the nearest, the plan up.
+	p := regexp.MustCompile(`at most (\d+) MiB per point`).FindStringSubmatch(out)
+	if p == nil {
+		t.Fatalf("no estimate in sweep plan:\n%s", out)
+	}
+	if got, _ := strconv.ParseFloat(p[1], 64); math.Abs(got-mib) > 1 {
+		t.Errorf("sweep plan estimates %s MiB per point, sim %s MiB:\n%s", p[1], m[1], out)
+	}
+	// --max-memory, so that the refusal does not depend on this machine.
+	expectRefusal(t, bin, []string{"sweep", "plan", spec("1000"), "--max-memory", "8GiB"}, "topology.k=[1000,1000]: 1,000,000 switches and 1,000,000 hosts need about", 0)
+	expectRefusal(t, bin, []string{"sweep", "plan", spec("200"), "--max-memory", "100MiB"}, "topology.k=[200,200]", 0)
 }

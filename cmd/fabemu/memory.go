@@ -6,8 +6,6 @@ import (
 
 	"github.com/fabemu/fabemu/experiment"
 	"github.com/fabemu/fabemu/model"
-	"github.com/fabemu/fabemu/workload/replay"
-	"github.com/fabemu/fabemu/workload/synth"
 	"github.com/spf13/cobra"
 )
 
@@ -78,22 +76,12 @@ func (mf *memFlags) checkExperiment(w io.Writer, e *experiment.Experiment, quick
 	var worst model.MemoryEstimate
 	var worstModel *model.Model
 	for _, r := range e.Rows {
-		c, _, err := e.RowConfig(r.Name, quick)
+		est, m, err := e.EstimateRow(r.Name, quick)
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("row %s: %w", r.Name, err)
 		}
-		mc, ok := c.(interface{ ModelConfig() *model.Model })
-		if !ok {
+		if m == nil {
 			continue
-		}
-		m := mc.ModelConfig()
-		wl, err := workloadOf(c)
-		if err != nil {
-			return false, fmt.Errorf("row %s: %w", r.Name, err)
-		}
-		est, err := model.EstimateRun(m, wl)
-		if err != nil {
-			return false, fmt.Errorf("row %s: %w", r.Name, err)
 		}
 		if mf.dryRun {
 			fmt.Fprintf(w, "row %-24s %s: %d switches, %d hosts, memory estimate %s\n", r.Name, m.Topology.Kind,
@@ -113,20 +101,6 @@ func (mf *memFlags) checkExperiment(w io.Writer, e *experiment.Experiment, quick
 	return mf.dryRun, model.CheckMemory(worstModel, worst, jobs, limit)
 }
 
-// workloadOf is what a run configuration tells the memory estimate of its
-// workload: the packets a synthetic run generates at most per host; for a
-// replay, the requests it may keep outstanding; nothing for other kinds.
-func workloadOf(c any) (model.Workload, error) {
-	if rc, ok := c.(*replay.ReplaySimConfig); ok {
-		return rc.Workload(), nil
-	}
-	sc, ok := c.(*model.SimConfig)
-	if !ok {
-		return model.Workload{PacketsPerHost: -1}, nil
-	}
-	n, size, err := synth.PacketsBound(sc)
-	if err != nil {
-		return model.Workload{}, err
-	}
-	return model.Workload{PacketsPerHost: n, PacketBytes: size}, nil
-}
+// workloadOf is experiment.Workload: what a run configuration tells the
+// memory estimate of its workload.
+func workloadOf(c any) (model.Workload, error) { return experiment.Workload(c) }
