@@ -252,3 +252,54 @@ func TestSweepPlanUsesSimEstimate(t *testing.T) {
 	expectRefusal(t, bin, []string{"sweep", "plan", spec("1000"), "--max-memory", "8GiB"}, "topology.k=[1000,1000]: 1,000,000 switches and 1,000,000 hosts need about", 0)
 	expectRefusal(t, bin, []string{"sweep", "plan", spec("200"), "--max-memory", "100MiB"}, "topology.k=[200,200]", 0)
 }
+
+// TestZeroIsNotDefaultRound2: the other keys whose 0 stood for their
+// default (`config explain` said "0 = 24", "0 = 30", "0 = 1024", or a
+// comment "a zero field means its default") refuse an explicit 0 from
+// --set or a file, naming the key, the range and the default; they used to
+// run the default behind the user's back. A value in range still runs.
+func TestZeroIsNotDefaultRound2(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	min64 := []string{"sim", "--preset", "paper000-min64", "--duration", "1us"}
+	with := func(args ...string) []string { return append(append([]string(nil), min64...), args...) }
+	keys := map[string]string{
+		"nic.delivery.psn_bits":              "want 2 to 32 bits (leave the key out for the default, 24)",
+		"nic.delivery.ack_bytes":             "want 1 to 4096 bytes (leave the key out for the default, 30B)",
+		"nic.delivery.nack_bytes":            "want 1 to 4096 bytes (leave the key out for the default, 30B)",
+		"nic.delivery.order_streams":         "want a positive stream count, or -1 for none (leave the key out for the default, 1024)",
+		"fabric.recn.detection_threshold":    "want a positive size (leave the key out for the default, 2KiB)",
+		"fabric.recn.notification_threshold": "want a positive size (leave the key out for the default, 1KiB)",
+		"fabric.recn.xoff_threshold":         "want a positive size (leave the key out for the default, 2KiB)",
+		"fabric.recn.xon_threshold":          "want a positive size below xoff_threshold (leave the key out for the default, 1KiB)",
+		"fabric.recn.control_packet":         "want a positive size (leave the key out for the default, 8B)",
+		"fabric.recn.nic_saqs":               "want 1 to 64, or -1 for none (leave the key out for the default, 8)",
+		"fabric.recn.nic_saq_memory":         "want a positive size (leave the key out for the default, 1MiB)",
+		"fabric.recn_iq.detection_threshold": "want a positive packet count (leave the key out for the default, 4)",
+		"fabric.recn_iq.xoff_threshold":      "want a positive packet count (leave the key out for the default, 5)",
+		"fabric.recn_iq.xon_threshold":       "want a positive packet count below xoff_threshold (leave the key out for the default, 2)",
+		"fabric.recn_iq.control_packet":      "want a positive size (leave the key out for the default, 8B)",
+		"fabric.recn_iq.nic_saqs":            "want 1 to 64, or -1 for none (leave the key out for the default, 4)",
+		"fabric.recn_iq.nic_saq_memory":      "want a positive size (leave the key out for the default, 1MiB)",
+	}
+	for key, want := range keys {
+		t.Run(key, func(t *testing.T) {
+			expectRefusal(t, bin, with("--set", key+"=0"), "--set "+key+": 0: "+want, 0)
+			parts := strings.Split(key, ".")
+			body := ""
+			for i, p := range parts {
+				body += strings.Repeat("  ", i) + p + ":"
+				if i < len(parts)-1 {
+					body += "\n"
+				}
+			}
+			file := writeFile(t, dir, key+".yaml", text(body+" 0\n"))
+			expectRefusal(t, bin, with("--config", file), key+": 0: "+want, 0)
+		})
+	}
+	for _, set := range []string{"nic.delivery.psn_bits=16", "fabric.recn.xon_threshold=512B", "nic.delivery.order_streams=-1"} {
+		if _, err := run(t, with("--set", set)...); err != nil {
+			t.Errorf("--set %s: %v", set, err)
+		}
+	}
+}
