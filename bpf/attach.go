@@ -42,6 +42,21 @@ func ParseAttach(s string) (Attach, error) {
 // stay clear of the small numbers people pick by hand.
 const tcPriority = 0xfab
 
+// BusyError is an attach under clsact refused because fabemu's filters
+// (priority tcPriority, handle 1) are already on the interface: another
+// fabemu capture or order holds them. Adding ours beside them would fail
+// with "file exists" (and the first to stop would remove the clsact qdisc
+// under the other); tcx links, which chain, have no such limit.
+type BusyError struct{ Iface, Netns string }
+
+func (e *BusyError) Error() string {
+	where := e.Iface
+	if e.Netns != "" {
+		where += " in namespace " + e.Netns
+	}
+	return fmt.Sprintf("interface %s: another fabemu capture or order is attached there under clsact (tc filter priority %#x): stop it first, or attach both with --attach tcx (Linux 6.6+), whose programs chain", where, tcPriority)
+}
+
 // hooks is a pair of programs attached to one interface's ingress and
 // egress; detach undoes exactly what attach did.
 type hooks struct {
@@ -100,6 +115,10 @@ func attachHere(ns, ifname string, ingress, egress *ebpf.Program, mode Attach) (
 	}
 	if err := h.attachTC(ingress, egress); err != nil {
 		h.detachHere()
+		var busy *BusyError
+		if errors.As(err, &busy) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("interface %s: attaching under clsact (needs Linux 4.5 or later with sch_clsact): %w", iface.Name, err)
 	}
 	h.mode = AttachTC
@@ -141,6 +160,9 @@ func (h *hooks) attachTC(ingress, egress *ebpf.Program) error {
 			Fd: p.prog.FD(), Name: p.name, DirectAction: true,
 		}
 		if err := netlink.FilterAdd(f); err != nil {
+			if errors.Is(err, unix.EEXIST) {
+				return &BusyError{Iface: h.iface, Netns: h.netns}
+			}
 			return fmt.Errorf("adding %s filter: %w", p.name, err)
 		}
 		h.filters = append(h.filters, f)

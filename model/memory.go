@@ -47,6 +47,10 @@ type Workload struct {
 	PacketBytes int
 	// Bytes is the workload's own state (a trace's records).
 	Bytes int64
+	// Requests is the most requests a trace replay keeps outstanding at
+	// once (its run.max_outstanding_requests, or its record limit), each
+	// costing RequestBytes; 0 when not bounded or not a replay.
+	Requests, RequestBytes int64
 }
 
 // MemoryEstimate is the peak memory a run of a Model is expected to need,
@@ -55,6 +59,9 @@ type MemoryEstimate struct {
 	Bytes  int64
 	Counts topo.Counts
 	Parts  []MemoryPart
+	// Requests and RequestBytes are a replay's outstanding requests and
+	// their share of Bytes (Workload.Requests).
+	Requests, RequestBytes int64
 }
 
 // MemoryPart is one term of an estimate.
@@ -145,6 +152,10 @@ func EstimateRun(m *Model, w Workload) (MemoryEstimate, error) {
 		add("routing tables", mul(mul(c.Switches, c.Switches), memDistEntry))
 	}
 	add("workload", extra)
+	if w.Requests > 0 {
+		e.Requests, e.RequestBytes = w.Requests, mul(w.Requests, w.RequestBytes)
+		add("outstanding requests", e.RequestBytes)
+	}
 	return e, nil
 }
 
@@ -405,6 +416,10 @@ func CheckMemory(m *Model, e MemoryEstimate, jobs int, maxMemory int64) error {
 	runs := ""
 	if jobs > 1 {
 		runs = fmt.Sprintf(" x %d jobs", jobs)
+	}
+	if e.RequestBytes*2 > e.Bytes {
+		return fmt.Errorf("run.max_outstanding_requests=%d: a replay keeping that many requests outstanding%s needs about %s, %s %s: lower run.max_outstanding_requests (the replay stops with an error past it) or raise --max-memory",
+			e.Requests, runs, FormatBytes(need), FormatBytes(limit), what)
 	}
 	return fmt.Errorf("%s: %s switches and %s hosts%s need about %s, %s %s: use a smaller topology, fewer --jobs or --max-memory to override",
 		e.Culprit(m), groupDigits(e.Counts.Switches), groupDigits(e.Counts.Hosts), runs, FormatBytes(need), FormatBytes(limit), what)

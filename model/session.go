@@ -123,8 +123,8 @@ func CheckBins(span, bin des.Time) error {
 }
 
 // Progress is called now and then during a run with the simulated time
-// reached and the time the run ends.
-type Progress func(done, total des.Time)
+// reached, the time the run ends and the events run so far.
+type Progress func(done, total des.Time, events uint64)
 
 // RunUntil advances the engine to end in slices, reporting progress, and
 // returns the deadlock report if the watchdog stopped the run.
@@ -140,7 +140,7 @@ func (s *Session) RunUntil(end des.Time, progress Progress) error {
 			return &SourceBacklogError{At: t, Queued: q, Limit: s.MaxQueued}
 		}
 		if progress != nil {
-			progress(t, end)
+			progress(t, end, s.Eng.Fired())
 		}
 	}
 	return nil

@@ -210,9 +210,12 @@ func (nw *Network) GateRefusals() uint64 {
 // popGated tells NIC h's gate that the packet it admitted started.
 func (nw *Network) popGated(h int, at des.Time) {
 	var p *fabric.Packet
-	if nw.del != nil {
+	switch {
+	case nw.del != nil:
 		p = nw.del.hosts[h].peeked
-	} else {
+	case nw.lazy:
+		p = nw.headPacket(h)
+	default:
 		p = nw.hosts[h].injQ.peek()
 	}
 	if p != nil && p.Kind == KindData {

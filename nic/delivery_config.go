@@ -56,11 +56,11 @@ type DeliveryConfig struct {
 	Mode      DeliveryMode     `yaml:"mode" json:"mode" doc:"deterministic (escape routing only, in order by construction), adaptive-ooo (adaptive routing, deliver on arrival, measure disorder) or adaptive-inorder (adaptive routing + rearrangement buffers + ACK/NACK + injection policy); forces routing.mode; empty = follow routing.mode" paper:"004 §3, §4.3"`
 	Reorder   string           `yaml:"reorder" json:"reorder" doc:"rearrangement memory per destination NIC in adaptive-inorder: static:<per conn>, dynamic:<pool>,cap=<per conn> or unlimited (e.g. static:2KiB, static:32KiB, dynamic:256KiB,cap=128KiB, dynamic:4MiB,cap=1MiB); empty = dynamic:256KiB,cap=128KiB" paper:"004 §3.2, §4.3-4.4"`
 	Injection injection.Config `yaml:"injection" json:"injection"`
-	PSNBits   uint             `yaml:"psn_bits" json:"psn_bits" unit:"bits" doc:"width of the packet sequence numbers; they wrap and are compared with serial arithmetic; 0 = 24 (InfiniBand)"`
-	AckBytes  units.Bytes      `yaml:"ack_bytes" json:"ack_bytes" unit:"bytes" doc:"wire size of an <ACK sn> packet; 0 = 30 (InfiniBand header-only packet: LRH 8 + BTH 12 + AETH 4 + ICRC 4 + VCRC 2)" paper:"004 §3.1"`
-	NackBytes units.Bytes      `yaml:"nack_bytes" json:"nack_bytes" unit:"bytes" doc:"wire size of a <NACK sn> packet; 0 = 30 (as an ACK, with a NAK code in the AETH)" paper:"004 §3.1"`
+	PSNBits   uint             `yaml:"psn_bits" json:"psn_bits" unit:"bits" doc:"width of the packet sequence numbers; they wrap and are compared with serial arithmetic; left out, 24 (InfiniBand)" nonzero:"2 to 32 bits (leave the key out for the default, 24)"`
+	AckBytes  units.Bytes      `yaml:"ack_bytes" json:"ack_bytes" unit:"bytes" doc:"wire size of an <ACK sn> packet; left out, 30 (InfiniBand header-only packet: LRH 8 + BTH 12 + AETH 4 + ICRC 4 + VCRC 2)" paper:"004 §3.1" nonzero:"1 to 4096 bytes (leave the key out for the default, 30B)"`
+	NackBytes units.Bytes      `yaml:"nack_bytes" json:"nack_bytes" unit:"bytes" doc:"wire size of a <NACK sn> packet; left out, 30 (as an ACK, with a NAK code in the AETH)" paper:"004 §3.1" nonzero:"1 to 4096 bytes (leave the key out for the default, 30B)"`
 	// Order metering (RFC 4737 / RFC 5236).
-	OrderStreams int `yaml:"order_streams" json:"order_streams" unit:"streams" doc:"source-destination streams whose order is metered (the first ones to deliver a packet); 0 = 1024, -1 = none"`
+	OrderStreams int `yaml:"order_streams" json:"order_streams" unit:"streams" doc:"source-destination streams whose order is metered (the first ones to deliver a packet); left out, 1024; -1 = none" nonzero:"a positive stream count, or -1 for none (leave the key out for the default, 1024)"`
 	OrderWindow  int `yaml:"order_window" json:"order_window" unit:"packets" doc:"RFC 4737 history window of each stream meter (exact extents up to this lateness), 1 to 1048576; left out, 256" nonzero:"1 to 1048576 packets (leave the key out for the default, 256)"`
 }
 

@@ -89,11 +89,22 @@ type Message struct {
 
 // host is one NIC.
 type host struct {
-	// queuedWire is the wire bytes waiting in injQ (not yet started).
+	// queuedWire is the wire bytes waiting to be injected (not yet
+	// started), in injQ or in msgs.
 	queuedWire int64
 	injQ       pktQueue
-	nextSeq    seqTable // per destination stream
-	wantSeq    seqTable // per source stream, at this destination
+	// msgs and head are the injection queue of a plain FIFO NIC (no
+	// end-to-end control, one injection queue, no admittance queues):
+	// whole messages, packetized one packet at a time as they reach the
+	// head (head is the packet made and not yet taken by the fabric). A
+	// waiting message costs one entry, not its packets, so an overloaded
+	// source (an open-loop replay, a 1 GiB message) holds tens of bytes
+	// per message; the packets, their order and sequence numbers are
+	// those an eager split would have made.
+	msgs    msgQueue
+	head    *fabric.Packet
+	nextSeq seqTable // per destination stream
+	wantSeq seqTable // per source stream, at this destination
 }
 
 // denseSeqHosts is the largest host count for which each NIC keeps its
@@ -163,6 +174,48 @@ func (q *pktQueue) pop() *fabric.Packet {
 	return p
 }
 
+// msgRun is a message waiting in a lazy injection queue: the payload
+// bytes and the packets still to be made of it.
+type msgRun struct {
+	m    *Message
+	left int64
+	n    int32
+}
+
+// msgQueue is a FIFO ring of waiting messages, growing as needed.
+type msgQueue struct {
+	buf        []msgRun
+	head, size int
+}
+
+func (q *msgQueue) push(r msgRun) {
+	if q.size == len(q.buf) {
+		n := make([]msgRun, max(16, 2*len(q.buf)))
+		for i := 0; i < q.size; i++ {
+			n[i] = q.buf[(q.head+i)%len(q.buf)]
+		}
+		q.buf, q.head = n, 0
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = r
+	q.size++
+}
+
+// front returns the oldest waiting message; the queue must not be empty.
+func (q *msgQueue) front() *msgRun { return &q.buf[q.head] }
+
+func (q *msgQueue) pop() {
+	q.buf[q.head] = msgRun{}
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+	if q.size == 0 && len(q.buf) > 1024 {
+		q.buf, q.head = nil, 0 // give back what a burst grew
+	}
+}
+
+// MsgRunBytes is what one message waiting whole in a lazy injection
+// queue costs: its queue entry (the Message itself is the driver's).
+const MsgRunBytes = 24
+
 // Network is the set of NICs attached to one fabric. It implements
 // fabric.Endpoint.
 type Network struct {
@@ -192,6 +245,10 @@ type Network struct {
 	// ControlNote says which default the injection control took when the
 	// topology is not in its paper's table; empty otherwise.
 	ControlNote string
+	// lazy is set when the NICs are plain FIFOs (no delivery control,
+	// one injection queue, no admittance queues): messages wait whole in
+	// host.msgs and are packetized at the head.
+	lazy bool
 }
 
 // NewMessage returns a message from the pool; the Network reclaims it once
@@ -232,6 +289,7 @@ func NewNetwork(eng *des.Engine, cfg Config, n int, m *Metrics) *Network {
 		}
 		nw.del = d
 	}
+	nw.lazy = nw.del == nil && nw.adm == nil && cfg.InjectionQueues.Count <= 1
 	return nw
 }
 
@@ -275,6 +333,18 @@ func (nw *Network) Send(m *Message) {
 		return
 	}
 	h := &nw.hosts[m.Src]
+	if nw.lazy {
+		wasEmpty := h.msgs.size == 0 && h.head == nil
+		h.queuedWire += m.Bytes + int64(n)*int64(nw.cfg.HeaderBytes)
+		h.msgs.push(msgRun{m: m, left: m.Bytes, n: n})
+		nw.Generated += uint64(n)
+		nw.Queued += int(n)
+		nw.Metrics.generated(m, int(n), int(n)*int(nw.cfg.HeaderBytes), m.Gen)
+		if wasEmpty {
+			nw.fab.Kick(m.Src)
+		}
+		return
+	}
 	wasEmpty := h.injQ.size == 0
 	var pkts []*fabric.Packet
 	if nw.adm == nil {
@@ -315,6 +385,35 @@ func (nw *Network) Send(m *Message) {
 	}
 }
 
+// headPacket returns the packet at the head of plain NIC h's injection
+// queue, making it from the oldest waiting message if it is not made yet
+// (the split of Send: MTU-sized payloads, the last one the rest, a
+// zero-byte message one header-only packet), or nil when nothing waits.
+func (nw *Network) headPacket(h int) *fabric.Packet {
+	hs := &nw.hosts[h]
+	if hs.head != nil || hs.msgs.size == 0 {
+		return hs.head
+	}
+	r := hs.msgs.front()
+	pay := min(r.left, int64(nw.cfg.MTU))
+	r.left -= pay
+	r.n--
+	m := r.m
+	if r.n == 0 {
+		hs.msgs.pop()
+	}
+	p := nw.fab.NewPacket()
+	p.Src, p.Dst = int32(m.Src), int32(m.Dst)
+	p.Payload = int32(pay)
+	p.Size = int32(pay) + int32(nw.cfg.HeaderBytes)
+	p.Gen = m.Gen
+	p.Seq = hs.nextSeq.get(p.Dst)
+	hs.nextSeq.set(p.Dst, p.Seq+1)
+	p.Ref = m
+	hs.head = p
+	return p
+}
+
 // QueueDrainTime returns how long host h's injection link needs, at the
 // least, to start every packet now waiting in its injection queue: their
 // serialization times back to back. A packet queued behind them cannot
@@ -332,9 +431,12 @@ func (nw *Network) QueueDrainTime(h int) des.Time {
 // Peek implements fabric.Endpoint.
 func (nw *Network) Peek(h int) *fabric.Packet {
 	var p *fabric.Packet
-	if nw.del != nil {
+	switch {
+	case nw.del != nil:
 		p = nw.del.peek(h)
-	} else {
+	case nw.lazy:
+		p = nw.headPacket(h)
+	default:
 		p = nw.hosts[h].injQ.peek()
 	}
 	if nw.gate != nil && p != nil && p.Kind == KindData && !nw.admit(h, 0, p) {
@@ -352,7 +454,13 @@ func (nw *Network) Pop(h int, at des.Time) {
 		nw.del.pop(h)
 		return
 	}
-	p := nw.hosts[h].injQ.pop()
+	var p *fabric.Packet
+	if nw.lazy {
+		p = nw.headPacket(h)
+		nw.hosts[h].head = nil
+	} else {
+		p = nw.hosts[h].injQ.pop()
+	}
 	nw.hosts[h].queuedWire -= int64(p.Size)
 	nw.Queued--
 	if nw.iq != nil {

@@ -8,10 +8,8 @@ import (
 	"io"
 
 	"github.com/fabemu/fabemu/experiment"
-	"github.com/fabemu/fabemu/fabric/topo"
 	"github.com/fabemu/fabemu/internal/report"
 	"github.com/fabemu/fabemu/model"
-	"github.com/fabemu/fabemu/workload/replay"
 )
 
 // Plan is a sweep expanded into its points, in a fixed order.
@@ -22,7 +20,8 @@ type Plan struct {
 	Quick bool
 	// Points are the experiment's points (experiment.Points order).
 	Points []experiment.Point
-	// MemoryMiB is a rough memory estimate of each point (see Estimate).
+	// MemoryMiB is the memory estimate of each point, in MiB rounded up:
+	// model.EstimateRun of its row, as sim and replay estimate it.
 	MemoryMiB []int
 	// Hash identifies the plan: the experiment's definition, quick and
 	// every point's ID and configuration hash. Results of another plan
@@ -30,6 +29,9 @@ type Plan struct {
 	Hash string
 
 	expJSON json.RawMessage
+	// worst is the largest estimate of a point and its model.
+	worst      model.MemoryEstimate
+	worstModel *model.Model
 }
 
 // NewPlan expands a spec; dir is the spec's directory (for a relative
@@ -61,7 +63,14 @@ func NewPlan(s *Spec, dir string) (*Plan, error) {
 	for _, pt := range ps {
 		m, ok := mem[pt.Row]
 		if !ok {
-			m = estimate(e, pt.Row, s.Quick)
+			est, md, err := e.EstimateRow(pt.Row, s.Quick)
+			if err != nil {
+				return nil, fmt.Errorf("row %s: %w", pt.Row, err)
+			}
+			m = int((est.Bytes + 1<<20 - 1) >> 20)
+			if md != nil && (p.worstModel == nil || est.Bytes > p.worst.Bytes) {
+				p.worst, p.worstModel = est, md
+			}
 			mem[pt.Row] = m
 		}
 		p.MemoryMiB = append(p.MemoryMiB, m)
@@ -69,28 +78,14 @@ func NewPlan(s *Spec, dir string) (*Plan, error) {
 	return p, nil
 }
 
-// estimate is a rough memory estimate of one row's run in MiB (see
-// estimateModel).
-func estimate(e *experiment.Experiment, row string, quick bool) int {
-	cfg, _, err := e.RowConfig(row, quick)
-	if err != nil {
-		return 256
+// CheckMemory refuses the plan when its largest point, times jobs points
+// at once, needs more than maxMemory (0: the memory available here), with
+// sim's message naming the setting (model.CheckMemory).
+func (p *Plan) CheckMemory(jobs int, maxMemory int64) error {
+	if p.worstModel == nil {
+		return nil
 	}
-	var records int64
-	if g := e.Trace.Generate; g != nil {
-		records = g.Records
-		if quick && e.Quick.Limit > 0 {
-			records = min(records, e.Quick.Limit)
-		}
-	}
-	if rc, ok := cfg.(*replay.ReplaySimConfig); ok && rc.Replay.Limit > 0 && records == 0 {
-		records = rc.Replay.Limit
-	}
-	m, ok := cfg.(interface{ ModelConfig() *model.Model })
-	if !ok {
-		return 256
-	}
-	return estimateModel(m.ModelConfig(), records)
+	return model.CheckMemory(p.worstModel, p.worst, jobs, maxMemory)
 }
 
 // Shard returns the indices of the points shard i of n runs: every n-th
@@ -102,6 +97,14 @@ func (p *Plan) Shard(i, n int) []int {
 	}
 	return idx
 }
+
+// RequestMiB is the memory a cluster task asks for per point it runs at
+// once (the Kubernetes request, Slurm's --mem): the point's estimate plus
+// 128 MiB for the sweep runner around the run (the experiment's generated
+// trace, calibration results, the result encoding), rounded up to 64 MiB.
+// paper004-table1's shards, estimated at 42 MiB a point, peak at 81 MiB
+// (docs/sweeps.md).
+func RequestMiB(estimate int) int { return (estimate + 128 + 63) / 64 * 64 }
 
 // MaxMemoryMiB is the largest estimate of a point.
 func (p *Plan) MaxMemoryMiB() int {
@@ -123,7 +126,7 @@ func (p *Plan) Write(w io.Writer, shards int) error {
 	if shards > 0 {
 		fmt.Fprintf(w, "%d shards (%d to %d points each)\n", shards, len(p.Points)/shards, (len(p.Points)+shards-1)/shards)
 	}
-	fmt.Fprintf(w, "memory estimate: at most %d MiB per point (a rough guess from switch, host, link and lane counts, buffer sizes and trace length; docs/sweeps.md)\n\n", p.MaxMemoryMiB())
+	fmt.Fprintf(w, "memory estimate: at most %d MiB per point (the estimate of sim and replay --dry-run; docs/performance.md)\n\n", p.MaxMemoryMiB())
 	t := report.Table{Columns: []report.Column{{Name: "#", Align: report.AlignRight}}}
 	if shards > 0 {
 		t.Columns = append(t.Columns, report.Column{Name: "shard", Align: report.AlignRight})
@@ -143,30 +146,4 @@ func (p *Plan) Write(w io.Writer, shards int) error {
 		t.AddRow(cells...)
 	}
 	return t.Write(w)
-}
-
-// estimateModel is the rough memory estimate of one run of model m in
-// MiB: a fixed 128 MiB for the runtime, routing tables and statistics, the
-// buffers of every switch port and NIC at their full capacity (packets are
-// allocated as they are buffered), 256 bytes of connection state per
-// ordered host pair and lane (two lanes assumed), 1 KiB per trace record
-// (the record, its request and reply state while in flight), doubled for
-// the collector's headroom (GOGC 400 lets the heap grow past the live
-// data) and rounded up to 64 MiB. It is a guess checked against one
-// measurement (paper004-table1: 150 to 197 MB peak RSS per shard, estimate
-// 256 MiB; docs/sweeps.md), not a bound.
-func estimateModel(m *model.Model, records int64) int {
-	t, err := topo.Build(m.Topology)
-	if err != nil {
-		return 256 // the run reports the error itself; a safe guess
-	}
-	sum := t.Summarize()
-	const lanes = 2 // an escape and an adaptive lane
-	ports := int64(2 * sum.Links)
-	buf := ports * int64(m.Fabric.InputBuffer+m.Fabric.OutputBuffer)
-	buf += int64(sum.Hosts) * lanes * int64(m.Fabric.NICBuffer)
-	conn := int64(sum.Hosts) * int64(sum.Hosts) * lanes * 256
-	bytes := buf + conn + records*1024
-	mib := 128 + 2*int((bytes+(1<<20)-1)>>20)
-	return (mib + 63) / 64 * 64
 }

@@ -157,7 +157,11 @@ func NewReader(r io.Reader, name string, f Format, opts Options) (Reader, error)
 		return nil, err
 	}
 	if f == Auto || f == "" {
-		f = sniff(peek(br))
+		head := peek(br)
+		if len(head) == 0 {
+			return nil, &ParseError{File: name, Msg: "empty: nothing to read (an empty file, or a pipe closed before writing)"}
+		}
+		f = sniff(head)
 		if f == "" {
 			return nil, &ParseError{File: name, Msg: ErrUnknownFormat.Error() + " (use --format; known: srt, msr, spc, blkparse, fio, disksim, csv, pcap, pcapng)"}
 		}

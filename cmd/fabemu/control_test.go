@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -116,12 +117,22 @@ func TestDaemonSetBackgroundLoad(t *testing.T) {
 	if st := daemonStatus(t, bin, sock); st.BackgroundLoad != 0.0005 || st.BackgroundHosts != 62 {
 		t.Errorf("after set: background load %g on %d hosts", st.BackgroundLoad, st.BackgroundHosts)
 	}
-	// Ctrl-C ends --watch cleanly (exit 0).
+	// Ctrl-C ends --watch cleanly (exit 0). The signal goes once the
+	// first status is drawn, which comes after --watch installed its
+	// handler: a fixed 400 ms sleep was too short for a loaded machine to
+	// start the process, which then died of the signal.
+	drawn := &firstWrite{ch: make(chan struct{})}
 	w := exec.Command(bin, "stat", "--watch", "--interval", "100ms", "--socket", sock)
+	w.Stdout = drawn
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(400 * time.Millisecond)
+	select {
+	case <-drawn.ch:
+	case <-time.After(hangGuard):
+		_ = w.Process.Kill()
+		t.Fatalf("stat --watch drew nothing in %v", hangGuard)
+	}
 	_ = w.Process.Signal(os.Interrupt)
 	wdone := make(chan error, 1)
 	go func() { wdone <- w.Wait() }()
@@ -135,4 +146,16 @@ func TestDaemonSetBackgroundLoad(t *testing.T) {
 		t.Error("stat --watch still running 3 s after Ctrl-C")
 	}
 	sigterm(t, d, 1500*time.Millisecond, sock, nss, taps)
+}
+
+// firstWrite is a writer that discards what it gets and closes ch at the
+// first write.
+type firstWrite struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (f *firstWrite) Write(b []byte) (int, error) {
+	f.once.Do(func() { close(f.ch) })
+	return len(b), nil
 }

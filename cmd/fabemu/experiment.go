@@ -80,7 +80,7 @@ requirements. See docs/validation.md.`,
 			var prog *report.Progress
 			res, err := experiment.Run(e, experiment.Options{Jobs: f.jobs, Quick: f.quick, Progress: func(done, total int) {
 				if prog == nil {
-					prog = report.NewProgress(os.Stderr, e.Name, float64(total), "runs")
+					prog = report.NewProgressForced(os.Stderr, e.Name, float64(total), "runs", f.mem.progress)
 				}
 				prog.Update(float64(done))
 			}})

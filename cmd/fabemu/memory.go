@@ -6,22 +6,25 @@ import (
 
 	"github.com/fabemu/fabemu/experiment"
 	"github.com/fabemu/fabemu/model"
-	"github.com/fabemu/fabemu/workload/synth"
 	"github.com/spf13/cobra"
 )
 
 // memFlags are --dry-run and --max-memory: every run estimates its memory
 // from the resolved configuration before building anything, prints the
 // estimate and stops under --dry-run, and is refused when the estimate
-// exceeds the available memory (or --max-memory).
+// exceeds the available memory (or --max-memory). A run that passes may
+// still be long: --progress, registered with them, draws its progress
+// line on stderr even when stderr is not a terminal.
 type memFlags struct {
 	dryRun    bool
 	maxMemory string
+	progress  bool
 }
 
 func (mf *memFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.BoolVar(&mf.dryRun, "dry-run", false, "resolve the configuration, print it with the memory estimate, and run nothing")
+	fs.BoolVar(&mf.progress, "progress", false, "write a progress line (simulated time or work done, events per second) to stderr every 2 s even when it is not a terminal (on a terminal it is drawn in place anyway)")
 	fs.StringVar(&mf.maxMemory, "max-memory", "", "memory the run may use, e.g. 8GiB (default: the available memory); a run whose estimate exceeds it is refused")
 }
 
@@ -73,22 +76,12 @@ func (mf *memFlags) checkExperiment(w io.Writer, e *experiment.Experiment, quick
 	var worst model.MemoryEstimate
 	var worstModel *model.Model
 	for _, r := range e.Rows {
-		c, _, err := e.RowConfig(r.Name, quick)
+		est, m, err := e.EstimateRow(r.Name, quick)
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("row %s: %w", r.Name, err)
 		}
-		mc, ok := c.(interface{ ModelConfig() *model.Model })
-		if !ok {
+		if m == nil {
 			continue
-		}
-		m := mc.ModelConfig()
-		wl, err := workloadOf(c)
-		if err != nil {
-			return false, fmt.Errorf("row %s: %w", r.Name, err)
-		}
-		est, err := model.EstimateRun(m, wl)
-		if err != nil {
-			return false, fmt.Errorf("row %s: %w", r.Name, err)
 		}
 		if mf.dryRun {
 			fmt.Fprintf(w, "row %-24s %s: %d switches, %d hosts, memory estimate %s\n", r.Name, m.Topology.Kind,
@@ -108,17 +101,6 @@ func (mf *memFlags) checkExperiment(w io.Writer, e *experiment.Experiment, quick
 	return mf.dryRun, model.CheckMemory(worstModel, worst, jobs, limit)
 }
 
-// workloadOf is what a run configuration tells the memory estimate of its
-// workload: the packets a synthetic run generates at most per host; nothing for
-// other kinds (a trace's records are counted when it is read).
-func workloadOf(c any) (model.Workload, error) {
-	sc, ok := c.(*model.SimConfig)
-	if !ok {
-		return model.Workload{PacketsPerHost: -1}, nil
-	}
-	n, size, err := synth.PacketsBound(sc)
-	if err != nil {
-		return model.Workload{}, err
-	}
-	return model.Workload{PacketsPerHost: n, PacketBytes: size}, nil
-}
+// workloadOf is experiment.Workload: what a run configuration tells the
+// memory estimate of its workload.
+func workloadOf(c any) (model.Workload, error) { return experiment.Workload(c) }

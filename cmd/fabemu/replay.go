@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/outfile"
 	"github.com/fabemu/fabemu/internal/report"
 	"github.com/fabemu/fabemu/model"
@@ -59,7 +60,7 @@ sample is replayed.`,
 			if err != nil {
 				return err
 			}
-			if stop, err := f.mem.check(cmd.OutOrStdout(), &cfg.Model, model.Workload{PacketsPerHost: -1}, 1); stop || err != nil {
+			if stop, err := f.mem.check(cmd.OutOrStdout(), &cfg.Model, cfg.Workload(), 1); stop || err != nil {
 				return err
 			}
 			if err := checkOutputs([]string{cfg.Replay.Trace, f.config, cfg.Replay.Map}, output{"--json", f.jsonPath},
@@ -67,10 +68,12 @@ sample is replayed.`,
 				return err
 			}
 			var prog *report.Progress
-			opts := replay.Options{Progress: func(done, total uint64) {
+			opts := replay.Options{Progress: func(done, total uint64, at des.Time, events uint64) {
 				if prog == nil {
-					prog = report.NewProgress(os.Stderr, "replay", float64(total), "requests")
+					prog = report.NewProgressForced(os.Stderr, "replay", float64(total), "requests", f.mem.progress)
 				}
+				prog.SetEvents(events)
+				prog.SetNote(func() string { return "at " + at.String() + " simulated" })
 				prog.Update(float64(done))
 			}}
 			// The pcapng output appears only if the whole replay and every

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,14 +19,44 @@ import (
 )
 
 // buildBinary builds fabemu into a temporary directory.
+//
+// The binary is built once per test process (into binDir, which TestMain
+// removes at the end): some thirty tests run it, and linking it for each
+// took minutes of a loaded machine's time.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "fabemu")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	binOnce.Do(func() {
+		bin := filepath.Join(binDir, "fabemu")
+		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		binPath = bin
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
 	}
-	return bin
+	return binPath
+}
+
+var (
+	binDir  string
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "fabemu-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // daemonConfig writes a two-TAP config with namespaces the daemon owns.

@@ -81,7 +81,7 @@ With --sweep-load FROM:TO:STEP it runs one simulation per offered load
 				}
 				return runSweep(out, cfg, f)
 			}
-			prog, done := progressFor("sim")
+			prog, done := progressFor("sim", f.mem.progress)
 			sum, err := synth.RunSim(cfg, prog)
 			done()
 			if sum != nil {

@@ -127,13 +127,15 @@ func writeOut(path string, v any) error {
 }
 
 // progressFor returns a progress callback drawing on stderr when it is a
-// terminal, and a function to finish the line.
-func progressFor(label string) (func(done, total des.Time), func()) {
+// terminal or force (--progress) is set: simulated time over the run's
+// end, and events per second; and a function to finish the line.
+func progressFor(label string, force bool) (func(done, total des.Time, events uint64), func()) {
 	var p *report.Progress
-	return func(done, total des.Time) {
+	return func(done, total des.Time, events uint64) {
 			if p == nil {
-				p = report.NewProgress(os.Stderr, label, total.Seconds()*1e6, "us")
+				p = report.NewProgressForced(os.Stderr, label, total.Seconds()*1e6, "us", force)
 			}
+			p.SetEvents(events)
 			p.Update(done.Seconds() * 1e6)
 		}, func() {
 			if p != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fabemu/fabemu/internal/outfile"
 	"github.com/fabemu/fabemu/internal/report"
+	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/sweep"
 	"github.com/spf13/cobra"
 )
@@ -46,8 +47,22 @@ func loadPlan(path string) (*sweep.Plan, error) {
 	return p, nil
 }
 
+// sweepMemory checks a plan's largest point (times jobs at once) against
+// --max-memory or the memory available, as sim checks its run.
+func sweepMemory(p *sweep.Plan, jobs int, maxMemory string) error {
+	var limit int64
+	if maxMemory != "" {
+		var err error
+		if limit, err = model.ParseSize(maxMemory); err != nil {
+			return fmt.Errorf("--max-memory %w", err)
+		}
+	}
+	return p.CheckMemory(jobs, limit)
+}
+
 func newSweepPlanCmd() *cobra.Command {
 	var shards int
+	var maxMemory string
 	cmd := &cobra.Command{
 		Use:   "plan SPEC.yaml|EXPERIMENT",
 		Short: "Print a sweep's points in order, with each one's shard, seed, configuration hash and memory estimate",
@@ -65,15 +80,19 @@ func newSweepPlanCmd() *cobra.Command {
 			if shards < 0 {
 				return fmt.Errorf("--shards %d: must not be negative", shards)
 			}
+			if err := sweepMemory(p, 1, maxMemory); err != nil {
+				return err
+			}
 			return p.Write(cmd.OutOrStdout(), shards)
 		},
 	}
 	cmd.Flags().IntVar(&shards, "shards", 0, "show the shard of each point for this many shards (default: the spec's shards)")
+	cmd.Flags().StringVar(&maxMemory, "max-memory", "", "memory a point may use, e.g. 8GiB (default: the memory available here); a plan whose largest point exceeds it is refused")
 	return cmd
 }
 
 func newSweepRunCmd() *cobra.Command {
-	var shard, out string
+	var shard, out, maxMemory string
 	var jobs int
 	var mixed, calibration bool
 	cmd := &cobra.Command{
@@ -101,6 +120,9 @@ run of the same shard refuses and names the holder.`,
 			}
 			p, err := loadPlan(args[0])
 			if err != nil {
+				return err
+			}
+			if err := sweepMemory(p, min(jobs, len(p.Points)), maxMemory); err != nil {
 				return err
 			}
 			log := cmd.ErrOrStderr()
@@ -150,6 +172,7 @@ run of the same shard refuses and names the holder.`,
 	fs.StringVar(&shard, "shard", "", "run shard I of N (I/N, 0-based); default from the Kubernetes or Slurm array variables, else the whole sweep")
 	fs.StringVar(&out, "out", "sweep-results", "results directory (shared by all shards)")
 	fs.IntVar(&jobs, "jobs", runtime.GOMAXPROCS(0), "points run at once")
+	fs.StringVar(&maxMemory, "max-memory", "", "memory the points run at once may use, e.g. 8GiB (default: the memory available); refused before running if the largest point times --jobs exceeds it")
 	fs.BoolVar(&mixed, "allow-mixed-versions", false, "resume a shard file another build of fabemu began")
 	fs.BoolVar(&calibration, "calibration", false, "run only the calibration points of every shard (of the count from --shard or the environment) into their files, before the shards run")
 	return cmd

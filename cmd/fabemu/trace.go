@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -53,21 +54,29 @@ func (f *readFlags) add(cmd *cobra.Command, formatFlag string) {
 }
 
 func (f *readFlags) open(paths []string) (tracefmt.Reader, error) {
-	format, err := tracefmt.ParseFormat(f.format)
+	format, opts, err := f.options()
 	if err != nil {
 		return nil, err
 	}
+	return tracefmt.OpenFiles(paths, format, opts)
+}
+
+// options checks the reading flags and returns the format and options.
+func (f *readFlags) options() (tracefmt.Format, tracefmt.Options, error) {
+	format, err := tracefmt.ParseFormat(f.format)
+	if err != nil {
+		return "", tracefmt.Options{}, err
+	}
 	if f.blkAction != "Q" && f.blkAction != "D" {
-		return nil, fmt.Errorf("--blkparse-action must be Q or D, not %q", f.blkAction)
+		return "", tracefmt.Options{}, fmt.Errorf("--blkparse-action must be Q or D, not %q", f.blkAction)
 	}
 	if f.spcBlock < 1 || f.spcBlock > 1<<20 {
-		return nil, fmt.Errorf("--spc-block %d: want 1..1048576 bytes per LBA", f.spcBlock)
+		return "", tracefmt.Options{}, fmt.Errorf("--spc-block %d: want 1..1048576 bytes per LBA", f.spcBlock)
 	}
 	if f.sortWindow < 0 {
-		return nil, fmt.Errorf("--sort-window %d: want 0 (file order) or a record count", f.sortWindow)
+		return "", tracefmt.Options{}, fmt.Errorf("--sort-window %d: want 0 (file order) or a record count", f.sortWindow)
 	}
-	opts := tracefmt.Options{BlkparseAction: f.blkAction[0], SPCBlockSize: f.spcBlock, SortWindow: f.sortWindow}
-	return tracefmt.OpenFiles(paths, format, opts)
+	return format, tracefmt.Options{BlkparseAction: f.blkAction[0], SPCBlockSize: f.spcBlock, SortWindow: f.sortWindow}, nil
 }
 
 func newTraceStatsCmd() *cobra.Command {
@@ -91,6 +100,13 @@ func newTraceStatsCmd() *cobra.Command {
 			default:
 				if err := checkOutputs(args, output{"--json", jsonOut}); err != nil {
 					return err
+				}
+				if len(args) == 1 && isStream(args[0]) {
+					var c *pcap.Reader
+					if r, c, err = rf.openStream(args[0]); c != nil {
+						return captureStatsOf(cmd.OutOrStdout(), c, jsonOut)
+					}
+					break
 				}
 				r, err = rf.open(args)
 				if errors.Is(err, tracefmt.ErrCapture) {
@@ -119,6 +135,63 @@ func newTraceStatsCmd() *cobra.Command {
 	return cmd
 }
 
+// isStream reports whether path names something that can be read only
+// once: a pipe, a FIFO, a character device or a socket (not a regular
+// file, not a directory).
+func isStream(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.Mode().IsRegular() && !st.IsDir()
+}
+
+// openStream opens a trace that can be read only once (isStream): it is
+// opened once and read through one buffer, decompressed if it is, its
+// format told from a peek at that buffer, so that the block-trace reader
+// and, for a packet capture, the capture reader see the same bytes (the
+// capture used to be opened a second time and found empty). One of the
+// two readers is returned.
+func (f *readFlags) openStream(path string) (tracefmt.Reader, *pcap.Reader, error) {
+	format, opts, err := f.options()
+	if err != nil {
+		return nil, nil, err
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	br, closer, err := tracefmt.Decompress(fh, path)
+	if err != nil {
+		fh.Close()
+		return nil, nil, err
+	}
+	closeBoth := func() { closer.Close(); fh.Close() }
+	r, err := tracefmt.NewReader(br, path, format, opts)
+	if errors.Is(err, tracefmt.ErrCapture) {
+		c, err := pcap.NewReader(br, path)
+		if err != nil {
+			closeBoth()
+			return nil, nil, err
+		}
+		return nil, c, nil
+	}
+	if err != nil {
+		closeBoth()
+		return nil, nil, err
+	}
+	return withClose{r, closeBoth}, nil, nil
+}
+
+// withClose is a trace reader that also closes what it was opened from.
+type withClose struct {
+	tracefmt.Reader
+	after func()
+}
+
+func (w withClose) Close() error {
+	err := w.Reader.Close()
+	w.after()
+	return err
+}
+
 // captureStats summarises one packet capture (see tracefmt/pcap).
 func captureStats(w io.Writer, args []string, jsonOut string) error {
 	if len(args) != 1 {
@@ -128,6 +201,11 @@ func captureStats(w io.Writer, args []string, jsonOut string) error {
 	if err != nil {
 		return err
 	}
+	return captureStatsOf(w, r, jsonOut)
+}
+
+// captureStatsOf summarises the capture r reads, and closes it.
+func captureStatsOf(w io.Writer, r *pcap.Reader, jsonOut string) error {
 	defer r.Close()
 	st, err := pcap.Summarize(r)
 	if err != nil {

@@ -17,7 +17,14 @@ import (
 // The line is redrawn in place (carriage return) at most ten times a
 // second, and only when the writer is a terminal. When it is not (a pipe,
 // a file, a CI log) Progress writes nothing at all: commands report their
-// results separately, and logs stay free of progress spam.
+// results separately, and logs stay free of progress spam. A command's
+// --progress asks for it anyway (NewProgressForced): on a writer that is
+// not a terminal it then writes whole lines, at most one every
+// progressLineInterval.
+//
+// Events, when given (SetEvents), add the simulator's events per second;
+// a note (SetNote) adds what the count does not say (the simulated time of
+// a replay counted in requests).
 //
 // Update is cheap enough to call for every event: it reads the wall clock
 // only every so many calls, adapting the stride so that the clock is read
@@ -42,6 +49,10 @@ type Progress struct {
 	stride   uint64 // read the clock every stride calls
 	drawn    int    // length in runes of the line on screen, 0 if none
 	finished bool
+	lines    bool   // not a terminal, forced: whole lines, no redraw
+	events   uint64 // simulator events so far (SetEvents)
+	counted  bool   // SetEvents was called
+	note     func() string
 }
 
 const (
@@ -52,6 +63,9 @@ const (
 	maxProgressStride = 1 << 16
 	// progressBarWidth is the width of the bar between brackets.
 	progressBarWidth = 20
+	// progressLineInterval is the minimum time between two lines when
+	// progress is forced on a writer that is not a terminal.
+	progressLineInterval = 2 * time.Second
 )
 
 // NewProgress returns a Progress drawing on w (normally os.Stderr) with
@@ -72,6 +86,35 @@ func NewProgress(w io.Writer, label string, total float64, unit string) *Progres
 		}
 	}
 	return newProgress(w, label, total, unit, tty, width, time.Now)
+}
+
+// NewProgressForced is NewProgress, or when force is set and w is not a
+// terminal, a Progress writing a whole line at most every 2 s (a
+// command's --progress, for a log).
+func NewProgressForced(w io.Writer, label string, total float64, unit string, force bool) *Progress {
+	p := NewProgress(w, label, total, unit)
+	if force && !p.tty {
+		p = newProgress(w, label, total, unit, true, 1<<16, time.Now)
+		p.lines = true
+		p.lastDraw = p.start.Add(-progressLineInterval) // the first Update writes a line
+	}
+	return p
+}
+
+// SetEvents records how many events the simulator has run, for an
+// events-per-second figure on the line.
+func (p *Progress) SetEvents(n uint64) {
+	if p != nil {
+		p.events, p.counted = n, true
+	}
+}
+
+// SetNote sets a function whose text ends the line; it is called only
+// when the line is drawn.
+func (p *Progress) SetNote(f func() string) {
+	if p != nil {
+		p.note = f
+	}
 }
 
 func newProgress(w io.Writer, label string, total float64, unit string, tty bool, width int, now func() time.Time) *Progress {
@@ -100,14 +143,18 @@ func (p *Progress) Update(done float64) {
 	p.calls = 0
 	now := p.now()
 	since := now.Sub(p.lastDraw)
-	if since < progressInterval {
+	interval := progressInterval
+	if p.lines {
+		interval = progressLineInterval
+	}
+	if since < interval {
 		// Read the clock too early: read it less often.
 		if p.stride < maxProgressStride {
 			p.stride *= 2
 		}
 		return
 	}
-	if since > 2*progressInterval && p.stride > 1 {
+	if since > 2*interval && p.stride > 1 {
 		// Updates have slowed down: read the clock more often.
 		p.stride /= 2
 	}
@@ -122,7 +169,7 @@ func (p *Progress) Done() {
 		return
 	}
 	p.finished = true
-	if p.tty && p.drawn > 0 {
+	if p.tty && !p.lines && p.drawn > 0 {
 		fmt.Fprint(p.w, "\r"+strings.Repeat(" ", p.drawn)+"\r")
 		p.drawn = 0
 	}
@@ -133,6 +180,10 @@ func (p *Progress) Done() {
 func (p *Progress) draw(now time.Time) {
 	p.lastDraw = now
 	line := p.line(now.Sub(p.start))
+	if p.lines {
+		fmt.Fprintln(p.w, line)
+		return
+	}
 	n := textWidth(line)
 	pad := ""
 	if p.drawn > n {
@@ -171,6 +222,14 @@ func (p *Progress) line(elapsed time.Duration) string {
 	}
 	if !math.IsNaN(rate) {
 		parts = append(parts, compactNumber(rate)+unit+"/s")
+	}
+	if s := elapsed.Seconds(); p.counted && s > 0 {
+		parts = append(parts, compactNumber(float64(p.events)/s)+" events/s")
+	}
+	if p.note != nil {
+		if n := p.note(); n != "" {
+			parts = append(parts, n)
+		}
 	}
 	if known && rate > 0 && p.done < p.total {
 		parts = append(parts, "ETA "+formatETA((p.total-p.done)/rate))

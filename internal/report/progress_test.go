@@ -154,3 +154,40 @@ func TestCompactNumberAndETA(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressForcedLines: --progress on a writer that is not a terminal
+// writes whole lines (no carriage returns), the first at once and then at
+// most one every 2 s, with the events per second and the note; without
+// force nothing is written.
+func TestProgressForcedLines(t *testing.T) {
+	var buf bytes.Buffer
+	p := NewProgressForced(&buf, "sim", 100, "us", false)
+	p.SetEvents(10)
+	p.Update(1)
+	p.Done()
+	if buf.Len() != 0 {
+		t.Fatalf("unforced progress wrote %q", buf.String())
+	}
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	p = NewProgressForced(&buf, "sim", 100, "us", true)
+	p.now, p.start = clk.now, clk.t
+	p.lastDraw = p.start.Add(-progressLineInterval)
+	p.SetNote(func() string { return "at 1ms simulated" })
+	for i := range 10 {
+		clk.t = clk.t.Add(500 * time.Millisecond)
+		p.SetEvents(uint64(i+1) * 1000)
+		p.Update(float64(i + 1))
+	}
+	p.Done()
+	got := buf.String()
+	if strings.Contains(got, "\r") {
+		t.Errorf("carriage return in forced lines: %q", got)
+	}
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if len(lines) < 2 || len(lines) > 4 {
+		t.Fatalf("%d lines over 5 s of updates every 0.5 s, want one at once and one per 2 s:\n%s", len(lines), got)
+	}
+	if want := "sim  [#-------------------]    8.0%  8/100 us  2 us/s  2k events/s  at 1ms simulated  ETA 46s"; lines[len(lines)-1] != want {
+		t.Errorf("last line %q, want %q", lines[len(lines)-1], want)
+	}
+}

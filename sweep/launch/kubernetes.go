@@ -70,7 +70,7 @@ func (k *Kubernetes) Render() (sweepYAML, mergeYAML []byte, err error) {
 	if strings.Contains(k.Image, "@sha256:") {
 		pull = "IfNotPresent"
 	}
-	mem := k.Plan.MaxMemoryMiB()
+	mem := sweep.RequestMiB(k.Plan.MaxMemoryMiB())
 	spec := strings.TrimRight(k.SpecText, "\n")
 	data := map[string]any{
 		"Name": k.Name, "Sweep": k.Plan.Name, "Plan": k.Plan.Hash, "Points": len(k.Plan.Points),

@@ -83,11 +83,12 @@ func (s *Slurm) command(name string, args ...string) ([]byte, error) {
 }
 
 // shardMemory is the memory a task of shard i asks for: the largest
-// estimate of its points (sweep plan), times the points it runs at once.
+// request of its points (sweep.RequestMiB of the plan's estimate), times
+// the points it runs at once.
 func (s *Slurm) shardMemory(i int) int {
 	m, n := 0, 0
 	for _, k := range s.Plan.Shard(i, s.Shards) {
-		m = max(m, s.Plan.MemoryMiB[k])
+		m = max(m, sweep.RequestMiB(s.Plan.MemoryMiB[k]))
 		n++
 	}
 	return m * max(1, min(s.Jobs, n))
@@ -208,7 +209,7 @@ func (s *Slurm) submitCalibration() error {
 	m := 0
 	for k, pt := range s.Plan.Points {
 		if pt.Kind == experiment.PointCalibration {
-			m = max(m, s.Plan.MemoryMiB[k])
+			m = max(m, sweep.RequestMiB(s.Plan.MemoryMiB[k]))
 		}
 	}
 	m *= s.Jobs

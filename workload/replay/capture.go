@@ -715,8 +715,7 @@ func (r *replayer) issueCapture(now des.Time) {
 	c.info.CapturedBytes += int64(p.CapLen)
 	r.issued++
 	r.issuedBytes += int64(p.OrigLen)
-	r.outstanding++
-	r.peak = max(r.peak, r.outstanding)
+	r.addOutstanding(now)
 	r.count(&r.binIssued, now)
 }
 
@@ -759,7 +758,7 @@ func (r *replayer) captureDone(m *nic.Message, cp *frameCopy, at des.Time) {
 	r.count(&r.binCompleted, at)
 	c.freeRef(f)
 	if r.progress != nil {
-		r.progress(r.completed, r.total)
+		r.progress(r.completed, r.total, at-r.liveBase, r.eng.Fired())
 	}
 	r.checkFinished()
 }

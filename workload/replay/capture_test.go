@@ -17,6 +17,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 
+	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/nic"
 	"github.com/fabemu/fabemu/tracefmt/pcap"
 )
@@ -500,7 +501,7 @@ func TestCaptureMemoryFlat(t *testing.T) {
 		var most uint64
 		var ms runtime.MemStats
 		_, err := RunReplayWith(captureCfg(t, path, nil), Options{PcapOut: PcapOut{W: io.Discard, Name: "discard"},
-			Progress: func(done, total uint64) {
+			Progress: func(done, total uint64, _ des.Time, _ uint64) {
 				if done%(total/10) == 0 {
 					runtime.GC()
 					runtime.ReadMemStats(&ms)

@@ -101,6 +101,60 @@ type ReplayRunConfig struct {
 	Seed         uint64   `yaml:"seed" json:"seed" doc:"seed of the disk placement and of random initiator choice (irregular topologies are seeded by topology.seed)"`
 	Bin          des.Time `yaml:"bin" json:"bin" unit:"time" doc:"width of a time-series bin; 0 = one fiftieth of the replayed window's compressed span"`
 	DrainTimeout des.Time `yaml:"drain_timeout" json:"drain_timeout" unit:"time" doc:"safety bound: once every request is issued, stop with an error if no packet is delivered and no disk service is pending for this long"`
+	// MaxOutstanding bounds the requests issued and not yet complete: an
+	// open-loop replay whose compressed arrivals outrun the fabric holds
+	// every one of them (a waiting request is a compact record of about
+	// RequestMemBytes, packetized only at the head of its source queue).
+	// It is a safety bound, not part of what a replay computes, so the
+	// JSON summary leaves it out (a run that completes never reached it).
+	MaxOutstanding int64 `yaml:"max_outstanding_requests" json:"-" unit:"requests" doc:"most requests issued and not yet complete at once (about 400 bytes each) before the replay stops with an error naming this key; the replay itself is never changed to stay under it; left out, 1000000; -1 = no bound" nonzero:"-1 (no bound) or 1 to 1e12 requests (leave the key out for the default, 1000000)"`
+}
+
+// DefaultMaxOutstanding is run.max_outstanding_requests left out: about
+// 380 MiB of waiting requests.
+const DefaultMaxOutstanding = 1_000_000
+
+// RequestMemBytes is what one outstanding request costs a replay, as
+// measured: its request record, its message and its entry in the source
+// queue (the packets are made only at the head of the queue), with the
+// collector's headroom. A 300,000-record cello99-like trace at
+// compression 8000 peaks at 275,558 outstanding requests and 123 MB RSS.
+const RequestMemBytes = 400
+
+// OutstandingBound returns the bound on outstanding requests in effect:
+// the key, its default when left out, or 0 for no bound (-1).
+func (c ReplayRunConfig) OutstandingBound() int64 {
+	switch c.MaxOutstanding {
+	case 0:
+		return DefaultMaxOutstanding
+	case -1:
+		return 0
+	}
+	return c.MaxOutstanding
+}
+
+// Workload is what the memory estimate is told of a replay before its
+// trace is read: the requests it may keep outstanding, at most
+// run.max_outstanding_requests and at most replay.limit.
+func (c *ReplaySimConfig) Workload() model.Workload {
+	n := c.Run.OutstandingBound()
+	if l := c.Replay.Limit; l > 0 && (n == 0 || l < n) {
+		n = l
+	}
+	return model.Workload{PacketsPerHost: -1, Requests: n, RequestBytes: RequestMemBytes}
+}
+
+// OutstandingError is a replay stopped because more requests were issued
+// and not complete than run.max_outstanding_requests allows.
+type OutstandingError struct {
+	At          des.Time
+	Outstanding int64
+	Limit       int64
+}
+
+func (e *OutstandingError) Error() string {
+	return fmt.Sprintf("run.max_outstanding_requests=%d: at %v of replay time %d requests are issued and not complete (about %s): the compressed trace offers more than the fabric accepts; lower replay.compression, narrow the window (replay.to, replay.limit) or raise run.max_outstanding_requests (-1: no bound)",
+		e.Limit, e.At, e.Outstanding, model.FormatBytes(e.Outstanding*RequestMemBytes))
 }
 
 // ReplaySimConfig is everything a trace replay needs: the model parts of a
@@ -144,7 +198,7 @@ func ReplayPreset(name string) (ReplaySimConfig, error) {
 	}
 	c := ReplaySimConfig{Model: p.Model,
 		Replay: DefaultReplayConfig(),
-		Run:    ReplayRunConfig{Seed: p.Run.Seed, DrainTimeout: 1 * des.Second}}
+		Run:    ReplayRunConfig{Seed: p.Run.Seed, DrainTimeout: 1 * des.Second, MaxOutstanding: DefaultMaxOutstanding}}
 	if cf, ok := paperCompression[name]; ok {
 		c.Replay.Compression = cf
 	}
@@ -223,6 +277,8 @@ func (c *ReplaySimConfig) Validate() error {
 		return fmt.Errorf("run.bin %v: must not be negative", c.Run.Bin)
 	case c.Run.DrainTimeout <= 0:
 		return fmt.Errorf("run.drain_timeout %v: must be positive", c.Run.DrainTimeout)
+	case c.Run.MaxOutstanding < -1 || c.Run.MaxOutstanding > 1e12:
+		return fmt.Errorf("run.max_outstanding_requests %d: want -1 (no bound) or 1 to 1e12 requests (leave the key out for the default, %d)", c.Run.MaxOutstanding, DefaultMaxOutstanding)
 	}
 	switch r.MapBy {
 	case "", MapByAuto, MapByMAC, MapByIP:
@@ -390,9 +446,9 @@ const (
 	opDrain               // safety check once everything is issued
 )
 
-// ReplayProgress is called as requests complete, with the number complete
-// and the number the window holds.
-type ReplayProgress func(completed, total uint64)
+// ReplayProgress is called as requests complete, with the number complete,
+// the number the window holds, the replay time and the events run so far.
+type ReplayProgress func(completed, total uint64, at des.Time, events uint64)
 
 // replayer drives a nic.Network from a trace reader, one record ahead.
 type replayer struct {
@@ -423,6 +479,7 @@ type replayer struct {
 	reads, writes, late     uint64
 	issuedBytes             int64
 	outstanding, peak       int
+	maxOutstanding          int // run.max_outstanding_requests; 0: no bound
 	pendingService          int
 	lastDone                des.Time
 	lat, readLat, writeLat  hist.Hist
@@ -631,8 +688,7 @@ func (r *replayer) issue(now des.Time) {
 	}
 	r.issued++
 	r.issuedBytes += q.size
-	r.outstanding++
-	r.peak = max(r.peak, r.outstanding)
+	r.addOutstanding(now)
 	r.count(&r.binIssued, now)
 	m := r.nw.NewMessage()
 	m.Src, m.Dst, m.Gen, m.Tag, m.Done = q.host, q.disk, now, q, r.doneFn
@@ -644,6 +700,17 @@ func (r *replayer) issue(now des.Time) {
 		m.Bytes = q.size
 	}
 	r.nw.Send(m)
+}
+
+// addOutstanding counts a request issued at now; past
+// run.max_outstanding_requests the replay fails (the request is still
+// sent: the replay stops at the end of this event, unchanged up to it).
+func (r *replayer) addOutstanding(now des.Time) {
+	r.outstanding++
+	r.peak = max(r.peak, r.outstanding)
+	if r.maxOutstanding > 0 && r.outstanding > r.maxOutstanding {
+		r.fail(&OutstandingError{At: now - r.liveBase, Outstanding: int64(r.outstanding), Limit: int64(r.maxOutstanding)})
+	}
 }
 
 // reply sends the disk's answer: the read's data, or a write completion of
@@ -692,7 +759,7 @@ func (r *replayer) onDone(m *nic.Message, at des.Time) {
 	r.count(&r.binCompleted, at)
 	r.freeRequest(q)
 	if r.progress != nil {
-		r.progress(r.completed, r.total)
+		r.progress(r.completed, r.total, at-r.liveBase, r.eng.Fired())
 	}
 	r.checkFinished()
 }
@@ -902,6 +969,7 @@ func runReplay(cfg ReplaySimConfig, opts Options) (*ReplaySummary, *model.Sessio
 		ep.cap = r.cap
 	}
 	defer r.close()
+	r.maxOutstanding = int(cfg.Run.OutstandingBound())
 	r.total, r.progress = uint64(scan.Records), progress
 	if isCap {
 		r.total = uint64(cscan.sent)

@@ -525,7 +525,7 @@ func TestReplayMemoryFlat(t *testing.T) {
 			runtime.ReadMemStats(&ms)
 			most = max(most, ms.HeapAlloc)
 		}
-		_, err := RunReplay(c, func(done, total uint64) {
+		_, err := RunReplay(c, func(done, total uint64, _ des.Time, _ uint64) {
 			if done%(total/10) == 0 {
 				sample()
 			}
