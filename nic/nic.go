@@ -94,6 +94,43 @@ type host struct {
 	injQ       pktQueue
 	nextSeq    seqTable // per destination stream
 	wantSeq    seqTable // per source stream, at this destination
+	// pending holds the messages sent while injQ was not empty, in order,
+	// not yet cut into packets: they wait behind injQ's packets and are
+	// cut when injQ runs empty (Peek). Past saturation the sources' queues
+	// grow without bound; cutting a message only when its first packet
+	// can be next spares the packets' memory and the work of making them
+	// while they wait. Nothing can observe the difference: the packets'
+	// fields, sequence numbers included (assigned in queue order either
+	// way), are what Send would have set; only their internal IDs differ.
+	pending msgQueue
+}
+
+// msgQueue is a FIFO ring of messages, growing as needed.
+type msgQueue struct {
+	buf        []*Message
+	head, size int
+}
+
+func (q *msgQueue) push(m *Message) {
+	if q.size == len(q.buf) {
+		n := make([]*Message, max(16, 2*len(q.buf)))
+		for i := 0; i < q.size; i++ {
+			n[i] = q.buf[(q.head+i)%len(q.buf)]
+		}
+		q.buf, q.head = n, 0
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = m
+	q.size++
+}
+
+func (q *msgQueue) pop() *Message {
+	m := q.buf[q.head]
+	q.buf[q.head] = nil
+	if q.head++; q.head == len(q.buf) {
+		q.head = 0
+	}
+	q.size--
+	return m
 }
 
 // denseSeqHosts is the largest host count for which each NIC keeps its
@@ -275,6 +312,17 @@ func (nw *Network) Send(m *Message) {
 		return
 	}
 	h := &nw.hosts[m.Src]
+	if nw.adm == nil && nw.iq == nil && (h.injQ.size > 0 || h.pending.size > 0) {
+		// Behind packets or messages already queued: cut later
+		// (host.pending). The queue is not empty, so the fabric needs no
+		// kick.
+		h.queuedWire += m.Bytes + int64(n)*int64(nw.cfg.HeaderBytes)
+		h.pending.push(m)
+		nw.Generated += uint64(n)
+		nw.Queued += int(n)
+		nw.Metrics.generated(m, int(n), int(n)*int(nw.cfg.HeaderBytes), m.Gen)
+		return
+	}
 	wasEmpty := h.injQ.size == 0
 	var pkts []*fabric.Packet
 	if nw.adm == nil {
@@ -285,14 +333,7 @@ func (nw *Network) Send(m *Message) {
 	for i := int32(0); i < n; i++ {
 		pay := min(left, mtu)
 		left -= pay
-		p := nw.fab.NewPacket()
-		p.Src, p.Dst = int32(m.Src), int32(m.Dst)
-		p.Payload = int32(pay)
-		p.Size = int32(pay) + int32(nw.cfg.HeaderBytes)
-		p.Gen = m.Gen
-		p.Seq = h.nextSeq.get(p.Dst)
-		h.nextSeq.set(p.Dst, p.Seq+1)
-		p.Ref = m
+		p := nw.newPacket(h, m, pay)
 		if nw.iq != nil {
 			nw.iq.push(nw, m.Src, p)
 			wasEmpty = true // the fabric looks at every queue of the host
@@ -312,6 +353,33 @@ func (nw *Network) Send(m *Message) {
 	nw.Metrics.generated(m, int(n), int(n)*int(nw.cfg.HeaderBytes), m.Gen)
 	if wasEmpty && (nw.adm == nil || h.injQ.size > 0) {
 		nw.fab.Kick(m.Src)
+	}
+}
+
+// newPacket makes the packet of message m (from host h) that carries pay
+// bytes of payload, the next of its stream.
+func (nw *Network) newPacket(h *host, m *Message, pay int64) *fabric.Packet {
+	p := nw.fab.NewPacket()
+	p.Src, p.Dst = int32(m.Src), int32(m.Dst)
+	p.Payload = int32(pay)
+	p.Size = int32(pay) + int32(nw.cfg.HeaderBytes)
+	p.Gen = m.Gen
+	p.Seq = h.nextSeq.get(p.Dst)
+	h.nextSeq.set(p.Dst, p.Seq+1)
+	p.Ref = m
+	return p
+}
+
+// cutPending cuts host h's oldest pending message into its packets, at
+// the tail of the (empty) injection queue.
+func (nw *Network) cutPending(h *host) {
+	m := h.pending.pop()
+	mtu := int64(nw.cfg.MTU)
+	left := m.Bytes
+	for i := int32(0); i < m.remaining; i++ {
+		pay := min(left, mtu)
+		left -= pay
+		h.injQ.push(nw.newPacket(h, m, pay))
 	}
 }
 
@@ -335,7 +403,11 @@ func (nw *Network) Peek(h int) *fabric.Packet {
 	if nw.del != nil {
 		p = nw.del.peek(h)
 	} else {
-		p = nw.hosts[h].injQ.peek()
+		hs := &nw.hosts[h]
+		if hs.injQ.size == 0 && hs.pending.size > 0 {
+			nw.cutPending(hs)
+		}
+		p = hs.injQ.peek()
 	}
 	if nw.gate != nil && p != nil && p.Kind == KindData && !nw.admit(h, 0, p) {
 		return nil
