@@ -407,7 +407,14 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 	}
 	nQueues := f.arch.queuesPerInput()
 	// Ports: every switch port that is cabled gets an in and an out port;
-	// every host gets one of each.
+	// every host gets one of each. Room for all of them at once: grown by
+	// append, the port arrays of a 4096-switch cube were copied a dozen
+	// times.
+	nPorts := t.NumHosts()
+	for s := range t.Switches {
+		nPorts += t.Switches[s].Ports
+	}
+	f.in, f.out = make([]inPort, 0, nPorts), make([]outPort, 0, nPorts)
 	f.sw = make([]Switch, t.NumSwitches())
 	for s := range f.sw {
 		n := t.Switches[s].Ports

@@ -86,22 +86,15 @@ namespaces).`,
 				output{"pcap_out", cfg.PcapOut}); err != nil {
 				return err
 			}
-			if f.cpuprofile != "" {
-				pf, err := outfile.Create(f.cpuprofile, cmd.OutOrStdout())
-				if err != nil {
-					return fmt.Errorf("--cpuprofile: %w", err)
-				}
-				if err := pprof.StartCPUProfile(pf); err != nil {
-					pf.Abort()
-					return fmt.Errorf("--cpuprofile: %w", err)
-				}
-				defer func() {
-					pprof.StopCPUProfile()
-					if perr := pf.Commit(); perr != nil && err == nil {
-						err = fmt.Errorf("--cpuprofile: %w", perr)
-					}
-				}()
+			stopProfile, err := startCPUProfile(f.cpuprofile, cmd.OutOrStdout())
+			if err != nil {
+				return err
 			}
+			defer func() {
+				if perr := stopProfile(); perr != nil && err == nil {
+					err = perr
+				}
+			}()
 			return runDaemon(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, f.demo > 0, f.requireValid)
 		},
 	}
@@ -545,4 +538,27 @@ Try:
   fabemu stat --socket %[5]s
 Stop with Ctrl-C (or SIGTERM): the namespaces and devices are removed.
 `, a.Netns, b.Netns, ipOf(b, 0), ipOf(b, 1), cfg.API.Socket)
+}
+
+// startCPUProfile starts a CPU profile written to path (none when path is
+// empty); the returned stop ends it and commits the file.
+func startCPUProfile(path string, stdout io.Writer) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	pf, err := outfile.Create(path, stdout)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Abort()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := pf.Commit(); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		return nil
+	}, nil
 }

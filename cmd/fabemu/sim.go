@@ -27,6 +27,7 @@ type simFlags struct {
 	plot        string
 	jobs        int
 	mem         memFlags
+	cpuprofile  string
 }
 
 func newSimCmd() *cobra.Command {
@@ -44,19 +45,22 @@ With --sweep-load FROM:TO:STEP it runs one simulation per offered load
   fabemu sim --preset paper004-irregular16 --routing adaptive --sweep-load 0.1:1.0:0.1 --plot curve.svg
   fabemu sim --list-presets`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if f.listPresets {
 				return listPresets(cmd.OutOrStdout())
 			}
 			if err := f.checkSweepFlags(cmd); err != nil {
 				return err
 			}
+			if f.sweep != "" && f.cpuprofile != "" {
+				return fmt.Errorf("--cpuprofile profiles one simulation; it cannot be used with --sweep-load")
+			}
 			plot := output{"--plot", f.plot}
 			if f.sweep != "" && f.plot == "" {
 				plot = output{"the default plot", defaultSweepPlot}
 			}
 			if err := checkOutputs([]string{f.model.config}, output{"--json", f.jsonPath},
-				output{"--timeseries", f.timeseries}, plot); err != nil {
+				output{"--timeseries", f.timeseries}, plot, output{"--cpuprofile", f.cpuprofile}); err != nil {
 				return err
 			}
 			cfg, res, err := f.model.resolveSim(cmd)
@@ -81,6 +85,15 @@ With --sweep-load FROM:TO:STEP it runs one simulation per offered load
 				}
 				return runSweep(out, cfg, f)
 			}
+			stopProfile, err := startCPUProfile(f.cpuprofile, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			defer func() {
+				if perr := stopProfile(); perr != nil && err == nil {
+					err = perr
+				}
+			}()
 			prog, done := progressFor("sim", f.mem.progress)
 			sum, err := synth.RunSim(cfg, prog)
 			done()
@@ -113,6 +126,8 @@ With --sweep-load FROM:TO:STEP it runs one simulation per offered load
 	fs.StringVar(&f.sweep, "sweep-load", "", "run a load sweep FROM:TO:STEP, e.g. 0.1:1.0:0.1")
 	fs.StringVar(&f.plot, "plot", "", "with --sweep-load: write the latency vs accepted traffic plot to PATH (.svg or .png; default sweep.svg, which is never overwritten unless named)")
 	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "with --sweep-load: simulations run at once")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the simulation to this file (go tool pprof; not with --sweep-load)")
+	_ = fs.MarkHidden("cpuprofile")
 	return cmd
 }
 

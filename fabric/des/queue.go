@@ -24,13 +24,16 @@ type queue struct {
 	inWheel  int
 	far      []key // 4-ary heap of keys at or beyond the horizon
 	// spare holds the grown slices of drained buckets for the next
-	// bucket that outgrows its room. Without it every one of the 16,384
-	// buckets kept the largest slice it ever needed: a network whose
-	// switches move in step (same packet size, same link rate) puts
-	// hundreds of events into one nanosecond, and the wheel then held
-	// 16,384 times that (over 100 MB on a 256-host MIN) although only the
-	// buckets of the next few hundred nanoseconds are ever in use.
-	spare [][]key
+	// bucket that outgrows its room, by size: spare[c] the slices of
+	// room bucketCap<<c. Without it every one of the 16,384 buckets kept
+	// the largest slice it ever needed: a network whose switches move in
+	// step (same packet size, same link rate) puts hundreds of events into
+	// one nanosecond, and the wheel then held 16,384 times that (over
+	// 100 MB on a 256-host MIN) although only the buckets of the next few
+	// hundred nanoseconds are ever in use. A slice a bucket outgrows goes
+	// back too, so that once every size has been needed as often as it is
+	// at once, the wheel allocates nothing.
+	spare [spareClasses][][]key
 }
 
 const (
@@ -44,6 +47,27 @@ const (
 // allocation, so that the first laps of the wheel do not grow 16,384 small
 // slices one append at a time.
 const bucketCap = 4
+
+// spareClasses bounds the sizes spare keeps: up to bucketCap<<31 keys, more
+// than any bucket can hold.
+const spareClasses = 32
+
+// spareClass returns the class of a slice of room c, a power of two times
+// bucketCap above bucketCap (the slices grow makes), or -1 for the room
+// carved for every bucket at init, which stays with its bucket.
+func spareClass(c int) int {
+	if c <= bucketCap {
+		return -1
+	}
+	return bits.Len(uint(c/bucketCap)) - 1
+}
+
+// putSpare keeps the emptied slice s for a later grow.
+func (q *queue) putSpare(s []key) {
+	if c := spareClass(cap(s)); c >= 0 {
+		q.spare[c] = append(q.spare[c], s[:0])
+	}
+}
 
 func (q *queue) init() {
 	backing := make([]key, wheelSize*bucketCap)
@@ -98,17 +122,23 @@ func (q *queue) insert(b int64, k key) {
 	q.inWheel++
 }
 
-// grow returns bk's keys in a slice with room for one more: a drained
-// bucket's spare slice when the last one returned is large enough, else
-// a new one twice the size (bk, outgrown, is left to the collector).
+// grow returns bk's keys in a slice with twice its room (at least
+// 2*bucketCap): a spare one of that size if there is one, else a new one.
+// bk, outgrown, becomes a spare.
 func (q *queue) grow(bk []key) []key {
-	if n := len(q.spare); n > 0 && cap(q.spare[n-1]) > len(bk) {
-		s := q.spare[n-1]
-		q.spare[n-1] = nil
-		q.spare = q.spare[:n-1]
-		return append(s, bk...)
+	room := max(2*cap(bk), 2*bucketCap)
+	var s []key
+	sp := &q.spare[spareClass(room)]
+	if n := len(*sp); n > 0 {
+		s = (*sp)[n-1]
+		(*sp)[n-1] = nil
+		*sp = (*sp)[:n-1]
+	} else {
+		s = make([]key, 0, room)
 	}
-	return append(make([]key, 0, max(2*cap(bk), 2*bucketCap)), bk...)
+	s = append(s, bk...)
+	q.putSpare(bk)
+	return s
 }
 
 // popUntil removes and returns the earliest key if it is due by until.
@@ -133,7 +163,7 @@ func (q *queue) popUntil(until Time) (key, bool) {
 			if q.curPos == len(bk) {
 				q.buckets[i] = bk[:0]
 				if cap(bk) > bucketCap {
-					q.spare = append(q.spare, bk[:0])
+					q.putSpare(bk)
 					q.buckets[i] = nil
 				}
 				q.curPos = 0
