@@ -45,6 +45,9 @@ type Config struct {
 	// InjectionOneLane sends every injected packet on lane 0, so each
 	// injection port's input buffer is one FIFO (nic.injection_queues.one_lane).
 	InjectionOneLane bool `yaml:"-" json:"-"`
+	// Deadlock is deadlock detection and recovery (deadlock.go), off by
+	// default; TFAR (routing.escape none) needs recovery.
+	Deadlock DeadlockConfig `yaml:"deadlock,omitempty" json:"deadlock,omitzero"`
 	// Seed is the run's seed (run.seed), from which randomised
 	// allocators (pim, random) derive a stream per switch. The session sets it.
 	Seed uint64 `yaml:"-" json:"-"`
@@ -254,6 +257,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := parseAllocator(c.Allocator); err != nil {
 		return fmt.Errorf("fabric.allocator: %w", err)
+	}
+	if err := c.Deadlock.Validate(); err != nil {
+		return fmt.Errorf("fabric.%w", err)
 	}
 	if arch.Name == "recn" {
 		if err := c.RECN.Validate(); err != nil {

@@ -46,12 +46,15 @@ type Packet struct {
 	Seq     uint64 // per source-destination stream, for order checks
 	Ref     any
 
-	inVL   int8     // lane in the input buffer it sits in
-	blocks int32    // credit blocks it occupies, set at injection
-	voq    int32    // fabric.voq_memory=partitioned: its queue (lane and key) at the input or output it is in, or bound for
-	tailAt des.Time // when its tail is (or will be) fully in the buffer it is in
-	headAt des.Time // when its head reached the node it is in (local.go; only while measuring)
-	next   *Packet
+	inVL int8 // lane in the input buffer it sits in
+	// recover: presumed deadlocked, on its way to the local node to be
+	// absorbed and reinjected (deadlock.go).
+	recover bool
+	blocks  int32    // credit blocks it occupies, set at injection
+	voq     int32    // fabric.voq_memory=partitioned: its queue (lane and key) at the input or output it is in, or bound for
+	tailAt  des.Time // when its tail is (or will be) fully in the buffer it is in
+	headAt  des.Time // when its head reached the node it is in (local.go; only while measuring)
+	next    *Packet
 }
 
 // Endpoint is the host side of the fabric: a NIC per host.
@@ -319,6 +322,8 @@ type Fabric struct {
 	bubbleState
 	// lanes, when set, measures lanes per torus direction (lanestats.go).
 	lanes *laneStats
+	// dl runs deadlock detection and recovery (deadlock.go); nil when off.
+	dl *detector
 }
 
 // New instantiates the fabric for topology t with router r. maxPacket is
@@ -489,6 +494,9 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 	if err := f.setupBubble(); err != nil {
 		return nil, err
 	}
+	if err := f.setupDeadlock(); err != nil {
+		return nil, err
+	}
 	eng.Schedule(cfg.DeadlockTimeout, f, opWatchdog, 0, nil)
 	return f, nil
 }
@@ -571,6 +579,10 @@ func (f *Fabric) arrive(i int32, p *Packet) {
 	ip := &f.in[i]
 	p.inVL = p.VL
 	if ip.sw < 0 {
+		if p.recover { // absorbed by the node (deadlock recovery)
+			f.dl.absorb(i, p)
+			return
+		}
 		// The NIC drains its reception buffer at once and the credits go
 		// back, unless its host holds reception (reception.go).
 		if f.rxHold != nil && f.rxHold[ip.host].on {
@@ -650,6 +662,10 @@ func (f *Fabric) markReady(ip *inPort) {
 func (f *Fabric) headCandidates(s *Switch, pi int, q *queue, p *Packet) []route.Candidate {
 	f.room.pkt = p
 	if q.candsFor != p {
+		if p.recover {
+			q.cands, q.candsFor = f.dl.ejectCandidate(s, p, q.cands), p
+			return q.cands
+		}
 		q.cands = f.router.Candidates(s.ID, s.routePort(pi), int(p.inVL), int(p.Dst), q.cands[:0])
 		q.candsFor = p
 		if f.restrict {
@@ -739,6 +755,9 @@ func (f *Fabric) send(oi int32, p *Packet, vl int, start des.Time) des.Time {
 	if f.lanes != nil {
 		f.lanes.record(oi, vl, now, tailLeave)
 	}
+	if f.dl != nil {
+		f.dl.sent(oi, tailLeave)
+	}
 	if p == f.cutThrough && tailLeave == p.tailAt {
 		f.cutOut = int32(vl) // forward schedules one event for both ends
 	} else {
@@ -781,16 +800,22 @@ func (f *Fabric) transmit(oi int32) {
 		f.inj.inject(oi, o, start)
 		return
 	}
-	var p *Packet
-	if f.injp == nil {
-		p = f.ep.Peek(int(o.host))
-	} else {
+	if f.injp != nil && f.injp.shared {
 		var busy bool
-		if f.injp.shared {
-			if busy, start = f.sharedBusy(o, start); busy {
-				return // the physical link is another virtual channel's
-			}
+		if busy, start = f.sharedBusy(o, start); busy {
+			return // the physical link is another virtual channel's
 		}
+	}
+	var p *Packet
+	if f.dl != nil {
+		p = f.dl.reinjection(o) // a node's absorbed packets go first
+	}
+	reinject := p != nil
+	switch {
+	case reinject:
+	case f.injp == nil:
+		p = f.ep.Peek(int(o.host))
+	default:
 		p = f.peekHost(o)
 	}
 	if p == nil {
@@ -808,6 +833,12 @@ func (f *Fabric) transmit(oi int32) {
 		return
 	}
 	best := int(f.injCands[c].VL)
+	if reinject { // the source's figures stay the first injection's
+		f.dl.reinjected(o)
+		p.tailAt = start
+		f.send(oi, p, best, start)
+		return
+	}
 	if f.injp == nil {
 		f.ep.Pop(int(o.host), start)
 	} else {

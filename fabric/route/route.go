@@ -147,6 +147,9 @@ type Router struct {
 	// esc is nil and every lane is adaptive.
 	tfar bool
 
+	// checked: the dependency check was not turned off (routing.check).
+	checked bool
+
 	// CheckNote says what the escape check did ("acyclic: 1,234 channels",
 	// or why it was skipped).
 	CheckNote string
@@ -217,6 +220,7 @@ func New(t *topo.Topology, c Config) (*Router, error) {
 	if r.NumVLs() > 15 {
 		return nil, fmt.Errorf("%d escape + %d adaptive lanes exceed the 15 data lanes of InfiniBand", r.escVLs, r.adVLs)
 	}
+	r.checked = c.Check != "off"
 	switch {
 	case c.Check == "off":
 		r.CheckNote = "escape check disabled by configuration"
@@ -236,6 +240,10 @@ func New(t *topo.Topology, c Config) (*Router, error) {
 	}
 	return r, nil
 }
+
+// Checked reports whether the configuration lets the router check its
+// dependency graph (routing.check not off).
+func (r *Router) Checked() bool { return r.checked }
 
 // Mode returns the routing mode.
 func (r *Router) Mode() Mode { return r.mode }
