@@ -26,7 +26,8 @@ import (
 //     (here: when its last data transmission ended);
 //   - a blocked message header (the head of an input queue none of whose
 //     routing candidates can take it, its input's crossbar idle, not at
-//     its destination switch) is presumed deadlocked when every physical
+//     its destination switch, not in an injection channel, where it holds
+//     no network channel and so is in no cycle) is presumed deadlocked when every physical
 //     channel it may use has been inactive (no flit crossed) for longer
 //     than the threshold t;
 //   - a flag per physical output channel keeps, among the headers blocked
@@ -49,7 +50,8 @@ import (
 // node where its header is (it leaves through that node's ejection
 // channel into the node's memory, freeing the buffer and channels it
 // held) and reinjected from that node towards its destination through
-// the node's injection link, ahead of the node's own new messages. It
+// the node's injection channels (whichever can take it first), ahead of
+// the node's own new messages. It
 // keeps its source, generation and first injection times, so latency and
 // per-source figures are the original message's. The node is the first
 // host of the switch where the header is; recovery therefore needs every
@@ -252,8 +254,8 @@ func (d *detector) sweep() {
 	d.outBuf = d.outBuf[:0]
 	for ii := range f.in {
 		ip := &f.in[ii]
-		if ip.sw < 0 || ip.queued == 0 {
-			continue
+		if ip.sw < 0 || ip.queued == 0 || f.out[ip.up].host >= 0 {
+			continue // a NIC, or an injection channel: a header there holds no network channel, so it is in no cycle
 		}
 		s := &f.sw[ip.sw]
 		for qi := range ip.queues {
@@ -375,9 +377,10 @@ func (d *detector) absorb(i int32, p *Packet) {
 }
 
 // reinjection returns the packet host port o reinjects next, or nil: the
-// host's absorbed packets go out first, on its first injection port.
+// host's absorbed packets go out first, on whichever of its injection
+// ports is free first.
 func (d *detector) reinjection(o *outPort) *Packet {
-	if d.recq == nil || o.port != 0 || d.recq[o.host].n == 0 {
+	if d.recq == nil || d.recq[o.host].n == 0 {
 		return nil
 	}
 	return d.recq[o.host].head

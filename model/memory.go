@@ -156,6 +156,8 @@ func lanes(m *Model) int {
 	n := 1
 	if esc := m.Routing.Escape; m.Topology.Kind == topo.KindTorus && (esc == "dor" || esc == "auto" || esc == "") {
 		n = 2
+	} else if esc == route.EscapeNone {
+		n = 0 // TFAR: every lane is adaptive
 	}
 	if m.Routing.Mode == route.Adaptive {
 		n += max(m.Routing.AdaptiveVLs, 0)
