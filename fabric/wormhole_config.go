@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/fabemu/fabemu/fabric/des"
 )
@@ -99,4 +100,11 @@ func wormholeLanes(nVL int, cfg Config) []int32 {
 		caps[v] = int32(cfg.Lane())
 	}
 	return caps
+}
+
+// wormholePortBytes is the wormhole state of one port pair (its input's
+// lanes and its output's lane states), for the memory estimate.
+func wormholePortBytes(nVL int) int64 {
+	perLane := int64(unsafe.Sizeof(whLane{})) + 1 + 4 + 8 + 4 // whLane; whOut's state, from, nic, sent
+	return int64(nVL)*perLane + int64(unsafe.Sizeof(whOut{}))
 }
