@@ -51,6 +51,10 @@ func (f *Fabric) watchdog() {
 
 func (f *Fabric) deadlockReport() *DeadlockReport {
 	r := &DeadlockReport{At: f.eng.Now(), InFabric: f.InFabric()}
+	if f.wh != nil {
+		r.Blocked = f.wh.blocked()
+		return r
+	}
 	var cands []route.Candidate
 	for s := range f.sw {
 		sw := &f.sw[s]
@@ -165,6 +169,9 @@ func (f *Fabric) outName(oi int32) string {
 // Occupancy returns the packets stored in switch buffers (input and
 // output), for conservation checks by the caller.
 func (f *Fabric) Occupancy() (stored int) {
+	if f.wh != nil {
+		return f.wh.occupancy()
+	}
 	for i := range f.in {
 		for q := range f.in[i].queues {
 			stored += f.in[i].queues[q].n

@@ -72,7 +72,7 @@ type DeadlockConfig struct {
 	Recovery        string      `yaml:"recovery,omitempty" json:"recovery,omitempty" doc:"deadlock recovery: none (the default) or software (a message detected as deadlocked is absorbed at the node where its header is and reinjected from there, ref. [12] of paper 001); software turns detection on; routing.escape none (TFAR) needs it" paper:"001 §4"`
 	Detection       bool        `yaml:"detection,omitempty" json:"detection,omitempty" doc:"run the deadlock detection of ref. [10] of paper 001 and count what it detects, without recovering (for measuring false detections); recovery software implies it" paper:"001 §4"`
 	ThresholdCycles int         `yaml:"threshold_cycles,omitempty" json:"threshold_cycles,omitempty" doc:"detection threshold t in cycles: a blocked header is presumed deadlocked when every channel it may use has been inactive for longer than t; 0 = 32 (paper 001 §4)" paper:"001 §4"`
-	Cycle           units.Bytes `yaml:"cycle_bytes,omitempty" json:"cycle_bytes,omitempty" unit:"bytes" doc:"bytes a link carries in one cycle (a flit) for threshold_cycles: a cycle is their serialization time; 0 = 16 bytes (a flit of paper 001's 16-flit, 256-byte messages)" paper:"001 §4"`
+	Cycle           units.Bytes `yaml:"cycle_bytes,omitempty" json:"cycle_bytes,omitempty" unit:"bytes" doc:"bytes a link carries in one cycle (a flit) for threshold_cycles: a cycle is their serialization time; 0 = fabric.flit_bytes under wormhole switching, else 16 bytes (a flit of paper 001's 16-flit, 256-byte messages)" paper:"001 §4"`
 	Threshold       des.Time    `yaml:"threshold,omitempty" json:"threshold,omitempty" unit:"time" doc:"detection threshold t as a time; when set it replaces threshold_cycles"`
 }
 
@@ -186,13 +186,20 @@ func (f *Fabric) setupDeadlock() error {
 	if !c.Active() {
 		return nil
 	}
+	if c.Cycle == 0 && f.cfg.Wormhole() {
+		c.Cycle = units.Bytes(f.cfg.Flit()) // a cycle is a flit's time on a link
+	}
 	d := &detector{f: f, threshold: c.ThresholdTime(f.dataRate), recover: c.Recovery == RecoverySoftware}
 	d.period = max(d.threshold/4, 1)
 	d.lastFlit = make([]des.Time, len(f.out))
 	d.flags = make([]chanFlag, len(f.out))
 	d.wait = make([][]waitRec, len(f.in))
 	for i := range f.in {
-		d.wait[i] = make([]waitRec, len(f.in[i].queues))
+		n := len(f.in[i].queues)
+		if f.wh != nil {
+			n = f.nVL // one header per lane
+		}
+		d.wait[i] = make([]waitRec, n)
 	}
 	d.arb = make([]bool, len(f.sw))
 	if d.recover {
@@ -254,12 +261,14 @@ func (d *detector) sweep() {
 	d.outBuf = d.outBuf[:0]
 	for ii := range f.in {
 		ip := &f.in[ii]
-		if ip.sw < 0 || ip.queued == 0 || f.out[ip.up].host >= 0 {
+		if ip.sw < 0 || f.out[ip.up].host >= 0 {
 			continue // a NIC, or an injection channel: a header there holds no network channel, so it is in no cycle
 		}
-		s := &f.sw[ip.sw]
-		for qi := range ip.queues {
-			p := ip.queues[qi].head
+		if f.wh == nil && ip.queued == 0 {
+			continue
+		}
+		for qi := range d.wait[ii] {
+			p, busy := d.head(int32(ii), int32(qi))
 			rec := &d.wait[ii][qi]
 			if p == nil {
 				rec.p = nil
@@ -268,53 +277,11 @@ func (d *detector) sweep() {
 			if rec.p != p {
 				*rec = waitRec{p: p, from: now}
 			}
-			if p.recover || ip.xbarBusy {
+			if p.recover || busy {
 				rec.from = now
 				continue
 			}
-			d.cands = f.router.Candidates(s.ID, s.routePort(int(ip.port)), int(p.inVL), int(p.Dst), d.cands[:0])
-			blocked, inactive, atDest := true, true, false
-			first := len(d.outBuf)
-			for _, c := range d.cands {
-				oi := s.out[c.Port]
-				o := &f.out[oi]
-				if o.sw < 0 || f.in[o.down].sw < 0 {
-					atDest = true // an ejection channel: never part of a deadlock
-					break
-				}
-				if ok, _ := f.arch.room(o, c.VL, p.blocks); ok {
-					blocked = false
-					break
-				}
-				if now-d.lastFlit[oi] <= d.threshold {
-					inactive = false
-				}
-				dup := false
-				for _, x := range d.outBuf[first:] {
-					dup = dup || x == oi
-				}
-				if !dup {
-					d.outBuf = append(d.outBuf, oi)
-				}
-			}
-			if atDest || !blocked {
-				d.outBuf = d.outBuf[:first]
-				rec.from = now
-				continue
-			}
-			d.blocked = append(d.blocked, blockedHead{ii: int32(ii), qi: int32(qi), p: p, outs: d.outBuf[first:len(d.outBuf):len(d.outBuf)], inactive: inactive})
-			// The flag of each channel: kept by the header that blocked
-			// first while no flit crossed the channel since it was set.
-			for _, oi := range d.outBuf[first:] {
-				if d.lastFlit[oi] > now {
-					continue // transmitting: a flit is crossing
-				}
-				fl := &d.flags[oi]
-				if d.flagValid(oi, fl) && (fl.from < rec.from || fl.from == rec.from && fl.p.ID <= p.ID) {
-					continue
-				}
-				*fl = chanFlag{p: p, ii: int32(ii), qi: int32(qi), from: rec.from, setAt: now}
-			}
+			d.examine(int32(ii), int32(qi), p, rec, now)
 		}
 	}
 	for _, b := range d.blocked {
@@ -333,16 +300,97 @@ func (d *detector) sweep() {
 		d.Stats.Detections++
 		if d.recover {
 			b.p.recover = true
-			q := &f.in[b.ii].queues[b.qi]
-			q.candsFor = nil // route it to the local node instead
+			if f.wh == nil {
+				q := &f.in[b.ii].queues[b.qi]
+				q.candsFor = nil // route it to the local node instead
+			}
 			d.arb[f.in[b.ii].sw] = true
 		}
 	}
 	for s, on := range d.arb {
-		if on {
-			d.arb[s] = false
+		if !on {
+			continue
+		}
+		d.arb[s] = false
+		if f.wh != nil {
+			f.wh.retry(s)
+		} else {
 			f.alloc.arbitrate(&f.sw[s])
 		}
+	}
+}
+
+// head returns the header waiting at queue qi of in-port ii (under
+// wormhole: lane qi, whose routed head has no lane yet), or nil, and
+// whether it is not blocked on its outputs but on its input (VCT: the
+// input's crossbar is busy with another packet).
+func (d *detector) head(ii, qi int32) (p *Packet, busy bool) {
+	f := d.f
+	if f.wh != nil {
+		l := &f.wh.lanes[int(ii)*f.nVL+int(qi)]
+		if l.pkt == nil || !l.routed || l.to >= 0 {
+			return nil, false
+		}
+		return l.pkt, false
+	}
+	ip := &f.in[ii]
+	return ip.queues[qi].head, ip.xbarBusy
+}
+
+// room reports whether output (port, vl) of switch s could take p now.
+func (d *detector) room(s *Switch, c route.Candidate, p *Packet) bool {
+	f := d.f
+	if f.wh != nil {
+		f.wh.room.sw, f.wh.room.host = s, -1
+		ok, _ := f.wh.room.Room(c.Port, c.VL)
+		return ok
+	}
+	ok, _ := f.arch.room(&f.out[s.out[c.Port]], c.VL, p.blocks)
+	return ok
+}
+
+// examine looks at header p waiting at queue qi of in-port ii: if none of
+// its outputs can take it, it is blocked; its channels' flags go to the
+// header that blocked first.
+func (d *detector) examine(ii, qi int32, p *Packet, rec *waitRec, now des.Time) {
+	f := d.f
+	ip := &f.in[ii]
+	s := &f.sw[ip.sw]
+	d.cands = f.router.Candidates(s.ID, s.routePort(int(ip.port)), int(p.inVL), int(p.Dst), d.cands[:0])
+	inactive := true
+	first := len(d.outBuf)
+	for _, c := range d.cands {
+		oi := s.out[c.Port]
+		if f.in[f.out[oi].down].sw < 0 || d.room(s, c, p) {
+			// at its destination (an ejection channel is a sink, never
+			// in a deadlock), or not blocked
+			d.outBuf = d.outBuf[:first]
+			rec.from = now
+			return
+		}
+		if now-d.lastFlit[oi] <= d.threshold {
+			inactive = false
+		}
+		dup := false
+		for _, x := range d.outBuf[first:] {
+			dup = dup || x == oi
+		}
+		if !dup {
+			d.outBuf = append(d.outBuf, oi)
+		}
+	}
+	d.blocked = append(d.blocked, blockedHead{ii: ii, qi: qi, p: p, outs: d.outBuf[first:len(d.outBuf):len(d.outBuf)], inactive: inactive})
+	// The flag of each channel: kept by the header that blocked first
+	// while no flit crossed the channel since it was set.
+	for _, oi := range d.outBuf[first:] {
+		if d.lastFlit[oi] > now {
+			continue // transmitting: a flit is crossing
+		}
+		fl := &d.flags[oi]
+		if d.flagValid(oi, fl) && (fl.from < rec.from || fl.from == rec.from && fl.p.ID <= p.ID) {
+			continue
+		}
+		*fl = chanFlag{p: p, ii: ii, qi: qi, from: rec.from, setAt: now}
 	}
 }
 
@@ -350,15 +398,23 @@ func (d *detector) sweep() {
 // header is still the head of its queue and no flit crossed the channel
 // since it was set.
 func (d *detector) flagValid(oi int32, fl *chanFlag) bool {
-	return fl.p != nil && d.f.in[fl.ii].queues[fl.qi].head == fl.p && d.lastFlit[oi] <= fl.setAt
+	if fl.p == nil || d.lastFlit[oi] > fl.setAt {
+		return false
+	}
+	p, _ := d.head(fl.ii, fl.qi)
+	return p == fl.p
 }
 
-// ejectCandidate routes packet p, presumed deadlocked at switch s, to the
-// node that absorbs it: the port of the switch's first host, on the lane
-// it arrived on.
-func (d *detector) ejectCandidate(s *Switch, p *Packet, buf []route.Candidate) []route.Candidate {
+// ejectCandidate routes a packet presumed deadlocked at switch s to the
+// node that absorbs it: any lane of the ejection channel of the switch's
+// first host.
+func (d *detector) ejectCandidate(s *Switch, buf []route.Candidate) []route.Candidate {
 	_, port := d.f.router.HostSwitch(int(d.local[s.ID]))
-	return append(buf[:0], route.Candidate{Port: int32(port), VL: int32(p.inVL)})
+	buf = buf[:0]
+	for v := 0; v < d.f.nVL; v++ {
+		buf = append(buf, route.Candidate{Port: int32(port), VL: int32(v)})
+	}
+	return buf
 }
 
 // absorb takes packet p, which was being recovered, into the memory of
@@ -366,7 +422,9 @@ func (d *detector) ejectCandidate(s *Switch, p *Packet, buf []route.Candidate) [
 // back) and it waits to be reinjected from that node.
 func (d *detector) absorb(i int32, p *Packet) {
 	f := d.f
-	f.freeInput(i, int(p.VL), p.blocks)
+	if f.wh == nil { // under wormhole every flit's credit went back on arrival
+		f.freeInput(i, int(p.VL), p.blocks)
+	}
 	p.recover = false
 	h := f.in[i].host
 	d.recq[h].push(p)

@@ -324,6 +324,9 @@ type Fabric struct {
 	lanes *laneStats
 	// dl runs deadlock detection and recovery (deadlock.go); nil when off.
 	dl *detector
+	// wh runs the links and switches under fabric.switching wormhole
+	// (wormhole.go); nil under virtual cut-through.
+	wh *wormhole
 }
 
 // New instantiates the fabric for topology t with router r. maxPacket is
@@ -345,6 +348,9 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 		blockBytes: int32(cfg.CreditBlock), maxPacket: int32(maxPacket),
 		prop: cfg.PropagationDelay(), dataRate: cfg.DataRate(),
 		archInfo: info, nVL: r.NumVLs()}
+	if cfg.Wormhole() {
+		f.blockBytes = int32(cfg.Flit()) // credits count flits
+	}
 	f.arch = info.new(f)
 	f.xbarRate = int64(float64(f.dataRate) * cfg.CrossbarSpeedup)
 	f.room.f, f.room.arch = f, f.arch
@@ -387,6 +393,9 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 		return caps, nil
 	}
 	inCaps, err := split("input_buffer", int64(cfg.InputBuffer))
+	if cfg.Wormhole() {
+		inCaps, err = wormholeLanes(f.nVL, cfg), nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -399,9 +408,12 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 	nicCaps := make([]int32, f.nVL)
 	for v := range nicCaps {
 		nicCaps[v] = int32(int64(cfg.NICBuffer) / int64(f.blockBytes))
-		if nicCaps[v] < maxBlocks {
+		if nicCaps[v] < maxBlocks && !cfg.Wormhole() {
 			return nil, fmt.Errorf("fabric.nic_buffer %v cannot hold one %d-byte packet", cfg.NICBuffer, maxPacket)
 		}
+	}
+	if cfg.Wormhole() {
+		nicCaps = wormholeLanes(f.nVL, cfg)
 	}
 	newLanes := func(caps []int32) []lane {
 		ls := make([]lane, len(caps))
@@ -491,6 +503,12 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 		f.out[ip.rev].creditFor = int32(i)
 	}
 	f.alloc = spec.new(f)
+	if cfg.Wormhole() {
+		if err := f.wormholeCheck(); err != nil {
+			return nil, err
+		}
+		f.wh = newWormhole(f)
+	}
 	if err := f.setupBubble(); err != nil {
 		return nil, err
 	}
@@ -542,6 +560,10 @@ func (f *Fabric) FreePacket(p *Packet) {
 
 // Kick tells the fabric that host h may have a packet to inject.
 func (f *Fabric) Kick(h int) {
+	if f.wh != nil {
+		f.wh.kick(h)
+		return
+	}
 	if f.injp != nil {
 		f.kickHost(h)
 		return
@@ -569,6 +591,10 @@ func (f *Fabric) Handle(ev *des.Event) {
 	case opControl:
 		f.arch.control(ev.A, ev.Ref.(*Control))
 	default:
+		if f.wh != nil {
+			f.wh.handle(kind, ev.A, vl, blocks, ev.Ref)
+			return
+		}
 		f.arch.handle(kind, ev.A, vl, blocks, ev.Ref)
 	}
 }
@@ -663,7 +689,7 @@ func (f *Fabric) headCandidates(s *Switch, pi int, q *queue, p *Packet) []route.
 	f.room.pkt = p
 	if q.candsFor != p {
 		if p.recover {
-			q.cands, q.candsFor = f.dl.ejectCandidate(s, p, q.cands), p
+			q.cands, q.candsFor = f.dl.ejectCandidate(s, q.cands), p
 			return q.cands
 		}
 		q.cands = f.router.Candidates(s.ID, s.routePort(pi), int(p.inVL), int(p.Dst), q.cands[:0])

@@ -160,6 +160,11 @@ func (f *Fabric) FullBuffers() (full, total int) {
 	if f.fullAt == now && f.fullTotal > 0 {
 		return f.fullN, f.fullTotal
 	}
+	if f.wh != nil {
+		full, total = f.wh.fullLanes() // wormhole lanes: one buffer each, as the paper counts
+		f.fullAt, f.fullN, f.fullTotal = now, full, total
+		return full, total
+	}
 	need := f.blocks(f.maxPacket)
 	count := func(ls []lane) {
 		for _, l := range ls {

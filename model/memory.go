@@ -116,6 +116,10 @@ func EstimateRun(m *Model, w Workload) (MemoryEstimate, error) {
 		size = min(size, w.PacketBytes)
 	}
 	packets := mul(c.Ports, buf) / int64(max(size, 1))
+	if m.Fabric.Wormhole() {
+		// a wormhole lane holds (part of) one packet at most
+		packets = mul(c.Ports, int64(lanes(m)))
+	}
 	generated := int64(-1)
 	if w.PacketsPerHost >= 0 {
 		generated = int64(min(w.PacketsPerHost*float64(c.Hosts), 1<<60))

@@ -268,6 +268,7 @@ func Presets() []Preset {
 			"fabemu daemon tests (docs/daemon.md)",
 			tapFabric(with(base(), func(c *SimConfig) { c.Topology = meshNet([]int{2, 2}, 2) }))},
 	}
+	ps = append(ps, wormholePresets()...)
 	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
 	return ps
 }
