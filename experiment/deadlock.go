@@ -30,6 +30,25 @@ func init() {
 	}
 }
 
+// The transmission-time ratio of paper 001 Figure 1 (run.tx_ratio).
+func init() {
+	metrics["tx_ratio"] = metric{"", func(v view) float64 {
+		if v.sim == nil || v.sim.TxRatio == nil {
+			return 0
+		}
+		return v.sim.TxRatio.Mean
+	}}
+	columns["tx_ratio"] = column{"Tx time ratio", "actual/min", func(_ *Result, v view) string {
+		if v.sim == nil || v.sim.TxRatio == nil {
+			return "-"
+		}
+		return report.FormatFloat(v.sim.TxRatio.Mean, 3)
+	}}
+	axisLabels["tx_ratio"] = "actual / minimum transmission time"
+	axisLabels["detections"] = "deadlocks detected (messages)"
+	axisLabels["recovered"] = "messages recovered"
+}
+
 type deadlockView struct{ Detections, Recovered uint64 }
 
 func deadlockOf(v view) *deadlockView {

@@ -30,13 +30,18 @@ import (
 //     no network channel and so is in no cycle) is presumed deadlocked when every physical
 //     channel it may use has been inactive (no flit crossed) for longer
 //     than the threshold t;
-//   - a flag per physical output channel keeps, among the headers blocked
-//     on it, the one that blocked first; a flit crossing the channel
-//     clears it. A header is a candidate for detection only while it
-//     holds the flag of every channel it may use, so of a chain of
-//     headers blocked behind one another only the first is presumed
-//     deadlocked (the reduction of false detections the paper claims over
-//     plain time-outs).
+//   - only the message that blocked first is a candidate: a header that
+//     blocked when the channels it waits for had already stopped (no flit
+//     for a sweep period) is queued behind a message that blocked before
+//     it and is never presumed deadlocked; and a flag per physical output
+//     channel keeps, among the candidate headers blocked on it, the one
+//     that blocked first (a flit crossing the channel clears it); a
+//     header must hold the flag of every channel it may use. Of a chain
+//     of headers blocked behind one another only the first can be
+//     presumed deadlocked, and every deadlock still has a candidate: of
+//     the messages it blocks forever, the one that blocked first found
+//     the channels it waits for moving (the reduction of false
+//     detections the paper claims over plain time-outs).
 //
 // The fabric is event driven, so the rule is evaluated by a sweep over
 // the input queues every t/4 (fabric.deadlock: a detection lands between
@@ -128,9 +133,13 @@ type DeadlockStats struct {
 // it is, since when it has been found blocked, and whether it was
 // counted as detected.
 type waitRec struct {
-	p        *Packet
-	from     des.Time
-	detected bool
+	p    *Packet
+	from des.Time
+	// blocked: found blocked at the last sweep; first: when it was first
+	// found blocked, a flit had crossed every channel it waits for within
+	// the last sweep period (it blocked before what it waits for stopped).
+	blocked, first bool
+	detected       bool
 }
 
 // chanFlag is the flag of a physical output channel: the header that
@@ -278,7 +287,7 @@ func (d *detector) sweep() {
 				*rec = waitRec{p: p, from: now}
 			}
 			if p.recover || busy {
-				rec.from = now
+				rec.blocked = false
 				continue
 			}
 			d.examine(int32(ii), int32(qi), p, rec, now)
@@ -293,7 +302,7 @@ func (d *detector) sweep() {
 			holds = holds && d.flags[oi].p == b.p && d.flagValid(oi, &d.flags[oi])
 		}
 		rec := &d.wait[b.ii][b.qi]
-		if !holds || rec.detected {
+		if !holds || !rec.first || rec.detected {
 			continue
 		}
 		rec.detected = true
@@ -365,7 +374,7 @@ func (d *detector) examine(ii, qi int32, p *Packet, rec *waitRec, now des.Time) 
 			// at its destination (an ejection channel is a sink, never
 			// in a deadlock), or not blocked
 			d.outBuf = d.outBuf[:first]
-			rec.from = now
+			rec.blocked = false
 			return
 		}
 		if now-d.lastFlit[oi] <= d.threshold {
@@ -377,6 +386,14 @@ func (d *detector) examine(ii, qi int32, p *Packet, rec *waitRec, now des.Time) 
 		}
 		if !dup {
 			d.outBuf = append(d.outBuf, oi)
+		}
+	}
+	if !rec.blocked { // it blocked since the last sweep
+		rec.blocked, rec.from, rec.first = true, now, true
+		for _, oi := range d.outBuf[first:] {
+			if d.lastFlit[oi] < now-d.period {
+				rec.first = false // what it waits for had stopped before it blocked
+			}
 		}
 	}
 	d.blocked = append(d.blocked, blockedHead{ii: ii, qi: qi, p: p, outs: d.outBuf[first:len(d.outBuf):len(d.outBuf)], inactive: inactive})

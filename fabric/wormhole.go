@@ -493,6 +493,7 @@ func (w *wormhole) recordTx(oi int32, o *outPort, l *whLane, now des.Time) {
 	r := float64(tailLeave-l.headAt) / float64(des.Time(l.flits)*w.flit)
 	t.ratio[oi] = float32(r)
 	t.at[oi] = now
+	t.mean.add(now, r)
 	if t.threshold > 0 && r > t.threshold {
 		t.markedAt[oi] = now
 	}
