@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/fabric/route"
@@ -234,6 +235,17 @@ func (f *Fabric) setupDeadlock() error {
 	return nil
 }
 
+// DeadlockPortBytes is the state detection keeps per port (an in-port and
+// an out-port): a record per queue (per lane under wormhole) of the
+// in-port's waiting header, and the out-port's last flit time and flag.
+func DeadlockPortBytes(cfg Config, nVL, queues int) int64 {
+	if cfg.Wormhole() {
+		queues = nVL
+	}
+	return int64(queues)*int64(unsafe.Sizeof(waitRec{})) + int64(unsafe.Sizeof([]waitRec(nil))) +
+		int64(unsafe.Sizeof(des.Time(0))+unsafe.Sizeof(chanFlag{}))
+}
+
 // DeadlockStats returns what detection and recovery did so far (zero when
 // they are off).
 func (f *Fabric) DeadlockStats() DeadlockStats {
@@ -396,8 +408,14 @@ func (d *detector) examine(ii, qi int32, p *Packet, rec *waitRec, now des.Time) 
 			}
 		}
 	}
+	if !rec.first && now-rec.from > stuckThresholds*d.threshold {
+		rec.first = true // the sweep's view of "first" missed it: see stuckThresholds
+	}
 	d.blocked = append(d.blocked, blockedHead{ii: ii, qi: qi, p: p, outs: d.outBuf[first:len(d.outBuf):len(d.outBuf)], inactive: inactive})
-	// The flag of each channel: kept by the header that blocked first
+	if !rec.first {
+		return // queued behind an earlier blocked message: it competes for no flag
+	}
+	// The flag of each channel: kept by the candidate that blocked first
 	// while no flit crossed the channel since it was set.
 	for _, oi := range d.outBuf[first:] {
 		if d.lastFlit[oi] > now {
@@ -410,6 +428,18 @@ func (d *detector) examine(ii, qi int32, p *Packet, rec *waitRec, now des.Time) 
 		*fl = chanFlag{p: p, ii: ii, qi: qi, from: rec.from, setAt: now}
 	}
 }
+
+// stuckThresholds bounds how long a header that was not the first to
+// block may wait: blocked for this many thresholds, it becomes a
+// candidate anyway. The sweep judges "first" by whether the channels a
+// header waits for carried a flit within a sweep period before it was
+// found blocked; a worm that was moving but had no flit on that channel
+// in that period (its channel multiplexed, its credits on the way) makes
+// the first blocked message of a deadlock look second, and without this
+// bound such a deadlock had no candidate (a 16-ary 2-cube under paper
+// 001's bursty load stopped so for a millisecond). Eight thresholds (256
+// cycles) is long against the threshold and short against a run.
+const stuckThresholds = 8
 
 // flagValid reports whether the flag of out-port oi still stands: its
 // header is still the head of its queue and no flit crossed the channel

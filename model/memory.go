@@ -104,6 +104,16 @@ func EstimateRun(m *Model, w Workload) (MemoryEstimate, error) {
 	if b := fabric.PortStateBytes(m.Fabric, lanes(m), portsPerSwitch, hosts); b > 0 {
 		add("switch port state", mul(c.Ports, b))
 	}
+	if n := int64(m.NIC.InjectionQueues.Count); n > 1 {
+		// every queue but the first has a port of its own at the switch
+		// and at the host (fabric inject_ports.go), with their queues
+		extra := mul(c.Hosts, 2*(n-1))
+		add("injection ports", mul(extra, memPerPort+q*memPerQueue+fabric.PortStateBytes(m.Fabric, lanes(m), portsPerSwitch, hosts)))
+	}
+	if m.Fabric.Deadlock.Active() {
+		ports := c.Ports + mul(c.Hosts, 2*int64(max(m.NIC.InjectionQueues.Count-1, 0)))
+		add("deadlock detection", mul(ports, fabric.DeadlockPortBytes(m.Fabric, lanes(m), int(q))))
+	}
 	// Packets alive at once: at most every switch buffer full of largest
 	// packets (full of the smallest would bound it, but packets are
 	// allocated as they are generated and a run never fills every buffer
