@@ -44,9 +44,9 @@ func init() {
 		}
 		return report.FormatFloat(v.sim.TxRatio.Mean, 3)
 	}}
-	axisLabels["tx_ratio"] = "actual / minimum transmission time"
+	axisLabels["tx_ratio"] = "transmission time ratio (actual over minimum)"
 	axisLabels["detections"] = "deadlocks detected (messages)"
-	axisLabels["recovered"] = "messages recovered"
+	axisLabels["recovered"] = "deadlocked messages recovered (messages)"
 }
 
 type deadlockView struct{ Detections, Recovered uint64 }
