@@ -196,10 +196,10 @@ func (w *wormhole) eject(ii int32, vl int, l *whLane) {
 	if l.in < l.flits {
 		return
 	}
-	p := l.pkt
+	p, stored := l.pkt, l.stored
 	*l = whLane{to: -1}
 	if held {
-		p.blocks, l.stored = l.stored, 0
+		p.blocks = stored // its flits here, the tail among them, go back when it is taken
 		f.rxHold[h].held.push(p)
 		return
 	}
