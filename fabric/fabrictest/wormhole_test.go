@@ -275,3 +275,27 @@ func TestWormholeOneFlitLanes(t *testing.T) {
 		}
 	}
 }
+
+// TestWormholeEscapeStays: on a 16x16 torus with the dateline escape
+// lanes and one adaptive lane (paper001-16ary2cube-wh's router), random
+// traffic past saturation drains completely. It deadlocked (the fabric
+// stopped with worms holding escape lanes in a cycle around the rings)
+// while a worm could leave the escape lanes for an adaptive lane and come
+// back: under wormhole a packet that took an escape lane stays on escape
+// lanes (fabric/wormhole.go, inEscape).
+func TestWormholeEscapeStays(t *testing.T) {
+	top, err := topo.Torus([]int{16, 16}, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fabric.DefaultConfig()
+	c.Switch, c.OutputBuffer, c.Switching, c.FlitBytes, c.LaneFlits = "iq", 0, fabric.SwitchingWormhole, 16, 4
+	c.RoutingDelay, c.LinkLength = c.SerializationTime(16), 0
+	rc := route.DefaultConfig()
+	rc.Mode = route.Adaptive
+	n, err := Build("torus16x16", top, c, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runRandom(t, n, 3, 150)
+}
