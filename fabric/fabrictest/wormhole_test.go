@@ -181,6 +181,9 @@ func TestWormholeRefusals(t *testing.T) {
 		{"bubble", func(_ *fabric.Config, r *route.Config) { r.Escape = "bubble" }, []string{"fabric.switching", "routing.escape bubble", "virtual cut-through"}},
 		{"unknown", func(c *fabric.Config, _ *route.Config) { c.Switching = "store-and-forward" }, []string{"fabric.switching", "vct or wormhole"}},
 		{"lane", func(c *fabric.Config, _ *route.Config) { c.LaneFlits = -1 }, []string{"fabric.lane_flits"}},
+		{"lane too deep", func(c *fabric.Config, _ *route.Config) { c.LaneFlits = fabric.MaxLaneFlits + 1 }, []string{"fabric.lane_flits"}},
+		{"flit", func(c *fabric.Config, _ *route.Config) { c.FlitBytes = -16 }, []string{"fabric.flit_bytes"}},
+		{"flit too big", func(c *fabric.Config, _ *route.Config) { c.FlitBytes = fabric.MaxBufferBytes + 1 }, []string{"fabric.flit_bytes"}},
 	} {
 		top, err := topo.Torus([]int{4, 4}, 1, 0)
 		if err != nil {
