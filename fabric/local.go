@@ -24,30 +24,6 @@ type txTimes struct {
 	ratio     []float32
 	at        []des.Time
 	markedAt  []des.Time
-	// sum and n accumulate every ratio measured on a switch channel since
-	// the last ResetTransmissionRatios (paper 001 Fig. 1's quotient).
-	sum float64
-	n   uint64
-}
-
-// TransmissionRatioMean returns the mean of the transmission-time ratios
-// measured on switch channels (every packet on every hop) since
-// measurement started or was last reset, and how many there were: the
-// quotient paper 001 Fig. 1 plots against accepted traffic. ok is false
-// when nothing was measured.
-func (f *Fabric) TransmissionRatioMean() (mean float64, n uint64, ok bool) {
-	if f.tt == nil || f.tt.n == 0 {
-		return 0, 0, false
-	}
-	return f.tt.sum / float64(f.tt.n), f.tt.n, true
-}
-
-// ResetTransmissionRatios starts the mean of TransmissionRatioMean afresh
-// (at the end of a warm-up).
-func (f *Fabric) ResetTransmissionRatios() {
-	if f.tt != nil {
-		f.tt.sum, f.tt.n = 0, 0
-	}
 }
 
 // MeasureTransmissionTimes makes the switches measure, for every packet
@@ -90,8 +66,6 @@ func (f *Fabric) recordTx(oi int32, o *outPort, p *Packet, start, tailLeave, ser
 	if o.sw >= 0 && p.headAt > 0 && ser > 0 {
 		r := float64(tailLeave-p.headAt) / float64(ser)
 		t.ratio[oi] = float32(r)
-		t.sum += r
-		t.n++
 		t.at[oi] = start
 		if t.threshold > 0 && r > t.threshold {
 			t.markedAt[oi] = start

@@ -502,8 +502,6 @@ func (w *wormhole) recordTx(oi int32, o *outPort, l *whLane, now des.Time) {
 	tailLeave := now + w.xbar + w.flit
 	r := float64(tailLeave-l.headAt) / float64(des.Time(l.flits)*w.flit)
 	t.ratio[oi] = float32(r)
-	t.sum += r
-	t.n++
 	t.at[oi] = now
 	if t.threshold > 0 && r > t.threshold {
 		t.markedAt[oi] = now

@@ -116,17 +116,6 @@ func TestWormholeMultiplexing(t *testing.T) {
 	if r, _, ok := both.F.ChannelRatio(0, 3); !ok || r != 2.125 {
 		t.Errorf("together: transmission-time ratio %v (measured %v), want 2.125", r, ok)
 	}
-	// Fig. 1's quotient over every hop: alone 1.125 on the shared
-	// channel and on the ejection channel (head at switch 1 at 4, tail
-	// leaving at 22); together 2.0625 and 2.125 on the shared channel and
-	// 2 on both ejection channels (heads at switch 1 at 4 and 5, tails
-	// leaving at 36 and 37).
-	if m, k, ok := alone.F.TransmissionRatioMean(); !ok || k != 2 || m != 1.125 {
-		t.Errorf("alone: mean ratio %v over %d hops, want 1.125 over 2", m, k)
-	}
-	if m, k, ok := both.F.TransmissionRatioMean(); !ok || k != 4 || m != (2.0625+2.125+2+2)/4 {
-		t.Errorf("together: mean ratio %v over %d hops, want 2.046875 over 4", m, k)
-	}
 	if both.F.Stats.AdaptiveGrants == 0 || both.F.Stats.EscapeGrants == 0 {
 		t.Errorf("the two messages did not take distinct lanes: %+v", both.F.Stats)
 	}
