@@ -196,10 +196,10 @@ func (w *wormhole) eject(ii int32, vl int, l *whLane) {
 	if l.in < l.flits {
 		return
 	}
-	p := l.pkt
+	p, stored := l.pkt, l.stored
 	*l = whLane{to: -1}
 	if held {
-		p.blocks, l.stored = l.stored, 0
+		p.blocks = stored // its flits here, the tail among them, go back when it is taken
 		f.rxHold[h].held.push(p)
 		return
 	}
@@ -275,7 +275,9 @@ func (w *wormhole) allocate(li int32) bool {
 		w.cands = f.router.Candidates(s.ID, s.routePort(int(ip.port)), int(p.inVL), int(p.Dst), w.cands[:0])
 	}
 	w.room.sw = s
+	w.room.escapeOnly = w.inEscape(s, ip, p)
 	c := route.Select(w.cands, &w.room)
+	w.room.escapeOnly = false
 	if c < 0 {
 		if !l.wait {
 			l.wait = true
@@ -317,6 +319,26 @@ func (w *wormhole) retry(s int) {
 	w.wait[s] = kept
 }
 
+// inEscape reports whether head p at input ip of switch s came from
+// another switch on an escape lane. Under wormhole such a packet stays on
+// escape lanes to its destination. Virtual cut-through lets it return to
+// the adaptive lanes (the escape network's direct dependencies are all
+// Duato's condition needs there), but a worm that leaves the escape
+// network holds its escape lanes behind it while it moves on adaptive
+// lanes and waits for the next escape lane: an indirect dependency between
+// escape lanes (Duato's extended channel dependency graph for wormhole),
+// and on a torus chains of them close around the rings. Without this rule
+// the dateline escape with one adaptive lane deadlocked a 16x16 torus at
+// 0.3 of the link (TestWormholeEscapeStays). Heads injected by a host
+// enter afresh on any lane, as the router's candidates say.
+func (w *wormhole) inEscape(s *Switch, ip *inPort, p *Packet) bool {
+	if !w.f.router.IsEscape(int(p.inVL)) {
+		return false
+	}
+	_, fromSwitch := w.f.topo.Peer(s.ID, s.routePort(int(ip.port)))
+	return fromSwitch
+}
+
 // whRoomer answers route.Select for a head: a lane is available when its
 // sender holds it free; its room is its credits (all of them, as a free
 // lane's credits have all come back).
@@ -324,9 +346,15 @@ type whRoomer struct {
 	w    *wormhole
 	sw   *Switch
 	host int32 // NIC out-port when choosing an injection lane, else -1
+	// escapeOnly: the head is on an escape lane and may take only escape
+	// lanes (wormhole.inEscape).
+	escapeOnly bool
 }
 
 func (r *whRoomer) Room(port, vl int32) (bool, int) {
+	if r.escapeOnly && !r.w.f.router.IsEscape(int(vl)) {
+		return false, 0
+	}
 	oi := r.host
 	if r.sw != nil {
 		oi = r.sw.out[port]
