@@ -92,6 +92,9 @@ func (f *Fabric) RestrictInjection(escape, adaptive int) error {
 	if escape < 1 || adaptive < 1 || escape > 64 || adaptive > 64 {
 		return fmt.Errorf("restrictive injection %d/%d packets: want 1..64", escape, adaptive)
 	}
+	if f.wh != nil {
+		return fmt.Errorf("restrictive injection counts whole packets of room in a lane (paper 002 §5.1, virtual cut-through); fabric.switching wormhole lanes hold a few flits: use fabric.switching vct")
+	}
 	why := fmt.Sprintf("restrictive injection of %d packets", max(escape, adaptive))
 	if err := f.checkLaneSlots(escape, true, why); err != nil {
 		return err

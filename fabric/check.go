@@ -51,6 +51,10 @@ func (f *Fabric) watchdog() {
 
 func (f *Fabric) deadlockReport() *DeadlockReport {
 	r := &DeadlockReport{At: f.eng.Now(), InFabric: f.InFabric()}
+	if f.wh != nil {
+		r.Blocked = f.wh.blocked()
+		return r
+	}
 	var cands []route.Candidate
 	for s := range f.sw {
 		sw := &f.sw[s]
@@ -81,13 +85,17 @@ type Invariants struct {
 	CreditsNonNegative bool `json:"credits_non_negative"`
 	CreditsConserved   bool `json:"credits_conserved"`
 	BuffersWithinCap   bool `json:"buffers_within_capacity"`
+	// RecoveryConserved: under deadlock recovery every absorbed packet is
+	// reinjected or waiting at its node to be, and the packets stored in
+	// switches plus those waiting do not exceed the packets in the fabric.
+	RecoveryConserved bool `json:"recovery_conserved"`
 	// Violations names what failed, for test messages; empty when all hold.
 	Violations []string `json:"violations,omitempty"`
 }
 
 // OK reports whether every invariant holds.
 func (iv Invariants) OK() bool {
-	return iv.CreditsNonNegative && iv.CreditsConserved && iv.BuffersWithinCap
+	return iv.CreditsNonNegative && iv.CreditsConserved && iv.BuffersWithinCap && iv.RecoveryConserved
 }
 
 // CheckInvariants verifies, for every channel and lane, that the sender's
@@ -97,7 +105,7 @@ func (iv Invariants) OK() bool {
 // no buffer holds more than its capacity. With partitioned VOQ memory the
 // same holds for every queue and its share (voqPartArch.checkQueues).
 func (f *Fabric) CheckInvariants() Invariants {
-	iv := Invariants{CreditsNonNegative: true, CreditsConserved: true, BuffersWithinCap: true}
+	iv := Invariants{CreditsNonNegative: true, CreditsConserved: true, BuffersWithinCap: true, RecoveryConserved: true}
 	bad := func(flag *bool, format string, a ...any) {
 		*flag = false
 		if len(iv.Violations) < 20 {
@@ -126,6 +134,22 @@ func (f *Fabric) CheckInvariants() Invariants {
 			}
 		}
 	}
+	if d := f.dl; d != nil {
+		st := d.Stats
+		if st.Recoveries != st.Reinjections+uint64(d.queued) {
+			bad(&iv.RecoveryConserved, "deadlock recovery: %d packets absorbed, %d reinjected, %d waiting at their nodes", st.Recoveries, st.Reinjections, d.queued)
+		}
+		n := 0
+		for h := range d.recq {
+			n += d.recq[h].n
+		}
+		if n != d.queued {
+			bad(&iv.RecoveryConserved, "deadlock recovery: %d packets in the nodes' queues, %d counted", n, d.queued)
+		}
+		if occ := uint64(f.Occupancy()) + uint64(n); occ > f.InFabric() {
+			bad(&iv.RecoveryConserved, "%d packets stored in switches or waiting at nodes to be reinjected, only %d in the fabric", occ, f.InFabric())
+		}
+	}
 	if qc, ok := f.arch.(interface {
 		checkQueues(func(string, ...any))
 	}); ok {
@@ -145,6 +169,9 @@ func (f *Fabric) outName(oi int32) string {
 // Occupancy returns the packets stored in switch buffers (input and
 // output), for conservation checks by the caller.
 func (f *Fabric) Occupancy() (stored int) {
+	if f.wh != nil {
+		return f.wh.occupancy()
+	}
 	for i := range f.in {
 		for q := range f.in[i].queues {
 			stored += f.in[i].queues[q].n

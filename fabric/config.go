@@ -30,6 +30,11 @@ type Config struct {
 	FourQChoice     string        `yaml:"four_q_choice" json:"four_q_choice,omitempty" doc:"how 4q picks a packet's queue: flow (the queue its destination's packets wait in, else the least occupied; flows stay in order; the empty default) or occupancy (the least occupied only, the paper's rule; a flow's packets may pass each other)" paper:"000 §4.3"`
 	CrossbarSpeedup float64       `yaml:"crossbar_speedup" json:"crossbar_speedup" doc:"crossbar bandwidth per port as a multiple of the link's data rate"`
 	DeadlockTimeout des.Time      `yaml:"deadlock_timeout" json:"deadlock_timeout" unit:"time" doc:"stop with a report when no packet has moved for this long while packets are in the fabric"`
+	// Switching, FlitBytes and LaneFlits choose wormhole switching
+	// (wormhole.go) instead of packet-level virtual cut-through.
+	Switching string      `yaml:"switching,omitempty" json:"switching,omitempty" doc:"switching technique: vct (virtual cut-through: a packet moves only when it fits whole downstream; the empty default) or wormhole (flits, lanes of a few flits owned by one packet from head to tail, links multiplexed flit by flit among lanes; fabric.switch iq only)" paper:"001 §3, §4.1"`
+	FlitBytes units.Bytes `yaml:"flit_bytes,omitempty" json:"flit_bytes,omitempty" unit:"bytes" doc:"wormhole: bytes per flit, the unit of credits and of link multiplexing (0 = 16 bytes: paper 001's 16-flit messages of 256 bytes); vct ignores it" paper:"001 §4.1"`
+	LaneFlits int         `yaml:"lane_flits,omitempty" json:"lane_flits,omitempty" unit:"flits" doc:"wormhole: buffer of every virtual channel (lane) at a switch input or NIC, in flits; may be smaller than a packet (0 = 4 flits); vct ignores it and uses input_buffer" paper:"001 §3"`
 	// RECN holds the parameters of the recn switch (arch_recn.go); other
 	// architectures ignore it.
 	RECN RECNConfig `yaml:"recn,omitempty" json:"recn,omitzero"`
@@ -45,6 +50,9 @@ type Config struct {
 	// InjectionOneLane sends every injected packet on lane 0, so each
 	// injection port's input buffer is one FIFO (nic.injection_queues.one_lane).
 	InjectionOneLane bool `yaml:"-" json:"-"`
+	// Deadlock is deadlock detection and recovery (deadlock.go), off by
+	// default; TFAR (routing.escape none) needs recovery.
+	Deadlock DeadlockConfig `yaml:"deadlock,omitempty" json:"deadlock,omitzero"`
 	// Seed is the run's seed (run.seed), from which randomised
 	// allocators (pim, random) derive a stream per switch. The session sets it.
 	Seed uint64 `yaml:"-" json:"-"`
@@ -254,6 +262,12 @@ func (c Config) Validate() error {
 	}
 	if _, err := parseAllocator(c.Allocator); err != nil {
 		return fmt.Errorf("fabric.allocator: %w", err)
+	}
+	if err := c.Deadlock.Validate(); err != nil {
+		return fmt.Errorf("fabric.%w", err)
+	}
+	if err := c.validateSwitching(arch); err != nil {
+		return err
 	}
 	if arch.Name == "recn" {
 		if err := c.RECN.Validate(); err != nil {

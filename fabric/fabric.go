@@ -46,12 +46,15 @@ type Packet struct {
 	Seq     uint64 // per source-destination stream, for order checks
 	Ref     any
 
-	inVL   int8     // lane in the input buffer it sits in
-	blocks int32    // credit blocks it occupies, set at injection
-	voq    int32    // fabric.voq_memory=partitioned: its queue (lane and key) at the input or output it is in, or bound for
-	tailAt des.Time // when its tail is (or will be) fully in the buffer it is in
-	headAt des.Time // when its head reached the node it is in (local.go; only while measuring)
-	next   *Packet
+	inVL int8 // lane in the input buffer it sits in
+	// recover: presumed deadlocked, on its way to the local node to be
+	// absorbed and reinjected (deadlock.go).
+	recover bool
+	blocks  int32    // credit blocks it occupies, set at injection
+	voq     int32    // fabric.voq_memory=partitioned: its queue (lane and key) at the input or output it is in, or bound for
+	tailAt  des.Time // when its tail is (or will be) fully in the buffer it is in
+	headAt  des.Time // when its head reached the node it is in (local.go; only while measuring)
+	next    *Packet
 }
 
 // Endpoint is the host side of the fabric: a NIC per host.
@@ -319,6 +322,11 @@ type Fabric struct {
 	bubbleState
 	// lanes, when set, measures lanes per torus direction (lanestats.go).
 	lanes *laneStats
+	// dl runs deadlock detection and recovery (deadlock.go); nil when off.
+	dl *detector
+	// wh runs the links and switches under fabric.switching wormhole
+	// (wormhole.go); nil under virtual cut-through.
+	wh *wormhole
 }
 
 // New instantiates the fabric for topology t with router r. maxPacket is
@@ -340,6 +348,9 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 		blockBytes: int32(cfg.CreditBlock), maxPacket: int32(maxPacket),
 		prop: cfg.PropagationDelay(), dataRate: cfg.DataRate(),
 		archInfo: info, nVL: r.NumVLs()}
+	if cfg.Wormhole() {
+		f.blockBytes = int32(cfg.Flit()) // credits count flits
+	}
 	f.arch = info.new(f)
 	f.xbarRate = int64(float64(f.dataRate) * cfg.CrossbarSpeedup)
 	f.room.f, f.room.arch = f, f.arch
@@ -382,6 +393,9 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 		return caps, nil
 	}
 	inCaps, err := split("input_buffer", int64(cfg.InputBuffer))
+	if cfg.Wormhole() {
+		inCaps, err = wormholeLanes(f.nVL, cfg), nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -394,9 +408,12 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 	nicCaps := make([]int32, f.nVL)
 	for v := range nicCaps {
 		nicCaps[v] = int32(int64(cfg.NICBuffer) / int64(f.blockBytes))
-		if nicCaps[v] < maxBlocks {
+		if nicCaps[v] < maxBlocks && !cfg.Wormhole() {
 			return nil, fmt.Errorf("fabric.nic_buffer %v cannot hold one %d-byte packet", cfg.NICBuffer, maxPacket)
 		}
+	}
+	if cfg.Wormhole() {
+		nicCaps = wormholeLanes(f.nVL, cfg)
 	}
 	newLanes := func(caps []int32) []lane {
 		ls := make([]lane, len(caps))
@@ -493,7 +510,16 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 		f.out[ip.rev].creditFor = int32(i)
 	}
 	f.alloc = spec.new(f)
+	if cfg.Wormhole() {
+		if err := f.wormholeCheck(); err != nil {
+			return nil, err
+		}
+		f.wh = newWormhole(f)
+	}
 	if err := f.setupBubble(); err != nil {
+		return nil, err
+	}
+	if err := f.setupDeadlock(); err != nil {
 		return nil, err
 	}
 	eng.Schedule(cfg.DeadlockTimeout, f, opWatchdog, 0, nil)
@@ -541,6 +567,10 @@ func (f *Fabric) FreePacket(p *Packet) {
 
 // Kick tells the fabric that host h may have a packet to inject.
 func (f *Fabric) Kick(h int) {
+	if f.wh != nil {
+		f.wh.kick(h)
+		return
+	}
 	if f.injp != nil {
 		f.kickHost(h)
 		return
@@ -568,6 +598,10 @@ func (f *Fabric) Handle(ev *des.Event) {
 	case opControl:
 		f.arch.control(ev.A, ev.Ref.(*Control))
 	default:
+		if f.wh != nil {
+			f.wh.handle(kind, ev.A, vl, blocks, ev.Ref)
+			return
+		}
 		f.arch.handle(kind, ev.A, vl, blocks, ev.Ref)
 	}
 }
@@ -578,6 +612,10 @@ func (f *Fabric) arrive(i int32, p *Packet) {
 	ip := &f.in[i]
 	p.inVL = p.VL
 	if ip.sw < 0 {
+		if p.recover { // absorbed by the node (deadlock recovery)
+			f.dl.absorb(i, p)
+			return
+		}
 		// The NIC drains its reception buffer at once and the credits go
 		// back, unless its host holds reception (reception.go).
 		if f.rxHold != nil && f.rxHold[ip.host].on {
@@ -657,6 +695,10 @@ func (f *Fabric) markReady(ip *inPort) {
 func (f *Fabric) headCandidates(s *Switch, pi int, q *queue, p *Packet) []route.Candidate {
 	f.room.pkt = p
 	if q.candsFor != p {
+		if p.recover {
+			q.cands, q.candsFor = f.dl.ejectCandidate(s, q.cands), p
+			return q.cands
+		}
 		q.cands = f.router.Candidates(s.ID, s.routePort(pi), int(p.inVL), int(p.Dst), q.cands[:0])
 		q.candsFor = p
 		if f.restrict {
@@ -746,6 +788,9 @@ func (f *Fabric) send(oi int32, p *Packet, vl int, start des.Time) des.Time {
 	if f.lanes != nil {
 		f.lanes.record(oi, vl, now, tailLeave)
 	}
+	if f.dl != nil {
+		f.dl.sent(oi, tailLeave)
+	}
 	if p == f.cutThrough && tailLeave == p.tailAt {
 		f.cutOut = int32(vl) // forward schedules one event for both ends
 	} else {
@@ -788,16 +833,22 @@ func (f *Fabric) transmit(oi int32) {
 		f.inj.inject(oi, o, start)
 		return
 	}
-	var p *Packet
-	if f.injp == nil {
-		p = f.ep.Peek(int(o.host))
-	} else {
+	if f.injp != nil && f.injp.shared {
 		var busy bool
-		if f.injp.shared {
-			if busy, start = f.sharedBusy(o, start); busy {
-				return // the physical link is another virtual channel's
-			}
+		if busy, start = f.sharedBusy(o, start); busy {
+			return // the physical link is another virtual channel's
 		}
+	}
+	var p *Packet
+	if f.dl != nil {
+		p = f.dl.reinjection(o) // a node's absorbed packets go first
+	}
+	reinject := p != nil
+	switch {
+	case reinject:
+	case f.injp == nil:
+		p = f.ep.Peek(int(o.host))
+	default:
 		p = f.peekHost(o)
 	}
 	if p == nil {
@@ -815,6 +866,12 @@ func (f *Fabric) transmit(oi int32) {
 		return
 	}
 	best := int(f.injCands[c].VL)
+	if reinject { // the source's figures stay the first injection's
+		f.dl.reinjected(o)
+		p.tailAt = start
+		f.send(oi, p, best, start)
+		return
+	}
 	if f.injp == nil {
 		f.ep.Pop(int(o.host), start)
 	} else {

@@ -24,6 +24,8 @@ type txTimes struct {
 	ratio     []float32
 	at        []des.Time
 	markedAt  []des.Time
+	// mean is the run's mean ratio (txratio.go), when asked for.
+	mean txMean
 }
 
 // MeasureTransmissionTimes makes the switches measure, for every packet
@@ -67,6 +69,7 @@ func (f *Fabric) recordTx(oi int32, o *outPort, p *Packet, start, tailLeave, ser
 		r := float64(tailLeave-p.headAt) / float64(ser)
 		t.ratio[oi] = float32(r)
 		t.at[oi] = start
+		t.mean.add(start, r)
 		if t.threshold > 0 && r > t.threshold {
 			t.markedAt[oi] = start
 		}
@@ -159,6 +162,11 @@ func (f *Fabric) FullBuffers() (full, total int) {
 	now := f.eng.Now()
 	if f.fullAt == now && f.fullTotal > 0 {
 		return f.fullN, f.fullTotal
+	}
+	if f.wh != nil {
+		full, total = f.wh.fullLanes() // wormhole lanes: one buffer each, as the paper counts
+		f.fullAt, f.fullN, f.fullTotal = now, full, total
+		return full, total
 	}
 	need := f.blocks(f.maxPacket)
 	count := func(ls []lane) {

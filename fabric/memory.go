@@ -71,6 +71,8 @@ func OutputMemories(cfg Config) int {
 // (four) with fabric.voq_memory=partitioned; 0 for the others.
 func PortStateBytes(cfg Config, nVL, ports, hosts int) int64 {
 	switch {
+	case cfg.Wormhole():
+		return wormholePortBytes(nVL)
 	case cfg.Switch == "voqnet" && partitionedCfg(cfg):
 		return int64(nVL) * int64(voqNetPerLane(0, hosts)) * voqNetOutQueueBytes
 	case cfg.Switch == "voqsw" && partitionedCfg(cfg):

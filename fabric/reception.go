@@ -54,12 +54,23 @@ func (f *Fabric) ResumeReception(h int) {
 	for r.held.n > 0 && !r.on {
 		f.receive(f.hostIn[h], r.held.pop())
 	}
+	if f.wh != nil && !r.on {
+		f.wh.resumed(h)
+	}
 }
 
 // receive drains packet p from NIC in-port i: its credits go back and the
 // endpoint gets it.
 func (f *Fabric) receive(i int32, p *Packet) {
-	f.freeInput(i, int(p.VL), p.blocks)
+	if p.recover { // absorbed by the node (deadlock recovery, wormhole)
+		f.dl.absorb(i, p)
+		return
+	}
+	if f.wh != nil {
+		f.wh.received(i, p)
+	} else {
+		f.freeInput(i, int(p.VL), p.blocks)
+	}
 	f.Stats.Delivered++
 	f.progress++
 	f.ep.Deliver(int(f.in[i].host), p, f.eng.Now())

@@ -20,7 +20,7 @@ func TestInjectionShorthand(t *testing.T) {
 	}{
 		{"paper001-8ary3cube", "trans-t", injection.TransT, "", 4, "paper 001 Table 1 for torus-8x8x8"},
 		{"paper001-8ary3cube", "Self-Tuned", injection.SelfTuned, "", 0, ""},
-		{"paper001-8ary3cube", "li", "", injection.LI, 0, ""},
+		{"paper001-8ary3cube-vct", "li", "", injection.LI, 0, ""},
 		{"torus8x8-dor", "trans-t", injection.TransT, "", 2, "not in paper 001 Table 1"},
 		{"paper002-torus16x16-bubble", "bubble:4-all", "bubble:4-all", "", 0, ""},
 		{"paper002-torus16x16-bubble", "Bubble", "bubble", "", 0, ""},

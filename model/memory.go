@@ -111,6 +111,16 @@ func EstimateRun(m *Model, w Workload) (MemoryEstimate, error) {
 	if b := fabric.PortStateBytes(m.Fabric, lanes(m), portsPerSwitch, hosts); b > 0 {
 		add("switch port state", mul(c.Ports, b))
 	}
+	if n := int64(m.NIC.InjectionQueues.Count); n > 1 {
+		// every queue but the first has a port of its own at the switch
+		// and at the host (fabric inject_ports.go), with their queues
+		extra := mul(c.Hosts, 2*(n-1))
+		add("injection ports", mul(extra, memPerPort+q*memPerQueue+fabric.PortStateBytes(m.Fabric, lanes(m), portsPerSwitch, hosts)))
+	}
+	if m.Fabric.Deadlock.Active() {
+		ports := c.Ports + mul(c.Hosts, 2*int64(max(m.NIC.InjectionQueues.Count-1, 0)))
+		add("deadlock detection", mul(ports, fabric.DeadlockPortBytes(m.Fabric, lanes(m), int(q))))
+	}
 	// Packets alive at once: at most every switch buffer full of largest
 	// packets (full of the smallest would bound it, but packets are
 	// allocated as they are generated and a run never fills every buffer
@@ -123,6 +133,10 @@ func EstimateRun(m *Model, w Workload) (MemoryEstimate, error) {
 		size = min(size, w.PacketBytes)
 	}
 	packets := mul(c.Ports, buf) / int64(max(size, 1))
+	if m.Fabric.Wormhole() {
+		// a wormhole lane holds (part of) one packet at most
+		packets = mul(c.Ports, int64(lanes(m)))
+	}
 	generated := int64(-1)
 	if w.PacketsPerHost >= 0 {
 		generated = int64(min(w.PacketsPerHost*float64(c.Hosts), 1<<60))
@@ -167,6 +181,8 @@ func lanes(m *Model) int {
 	n := 1
 	if esc := m.Routing.Escape; m.Topology.Kind == topo.KindTorus && (esc == "dor" || esc == "auto" || esc == "") {
 		n = 2
+	} else if esc == route.EscapeNone {
+		n = 0 // TFAR: every lane is adaptive
 	}
 	if m.Routing.Mode == route.Adaptive {
 		n += max(m.Routing.AdaptiveVLs, 0)

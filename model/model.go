@@ -71,6 +71,7 @@ type RunConfig struct {
 	Bin      des.Time `yaml:"bin" json:"bin" unit:"time" doc:"width of a time-series bin; 0 = one fiftieth of the measured duration"`
 	Drain    des.Time `yaml:"drain" json:"drain,omitzero" unit:"time" doc:"after warm-up + duration the sources stop and the run goes on until every generated packet is delivered, at most this long; the summary gives the time of the last delivery (0 = no drain: the run ends at warm-up + duration)" paper:"001 §4.3 (bursty load: simulation goes on until all messages arrive)"`
 	// LaneStats adds the lanes report to a synthetic run's summary.
+	TxRatio   bool `yaml:"tx_ratio,omitempty" json:"tx_ratio,omitempty" doc:"measure, after the warm-up, the mean ratio of every packet's actual to minimum transmission time on the switch channels it leaves by (paper 001 Figure 1; the quantity Trans-t thresholds), reported as tx_ratio in the summary" paper:"001 §3, Figure 1"`
 	LaneStats bool `yaml:"lane_stats,omitempty" json:"lane_stats,omitempty" doc:"tori and meshes: measure transit queue occupation (packets, sampled every microsecond) and channel utilisation per direction and lane after the warm-up, reported as lanes in the summary" paper:"002 §3, Figures 5, 8, 10"`
 	// MaxSourcePackets bounds the packets waiting at the sources, which
 	// grow without bound when the offered load exceeds what the fabric

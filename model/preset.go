@@ -199,14 +199,14 @@ func Presets() []Preset {
 		{"paper003-min256-32x32", "256-host MIN of 32x32 input-queued switches, 1 GB/s links, 4 KB input memories, 64-byte packets",
 			"paper 003 §4.2",
 			recnIQ(with(base(), func(c *SimConfig) { c.Topology = minNet(256, 32) }))},
-		{"paper001-8ary3cube", "8-ary 3-cube (512 hosts), adaptive routing with dateline escape lanes, 256-byte (16-flit) messages, Poisson arrivals",
+		{"paper001-8ary3cube-vct", "8-ary 3-cube (512 hosts), virtual cut-through approximation of paper 001's router: adaptive routing with dateline escape lanes, 256-byte (16-flit) messages, Poisson arrivals, one injection link (paper001-8ary3cube is the paper's router)",
 			"paper 001 §4.1",
 			with(base(), func(c *SimConfig) {
 				c.Topology = torus([]int{8, 8, 8}, 1)
 				c.Routing.Mode = route.Adaptive
 				c.Traffic.Process = "exponential"
 			})},
-		{"paper001-16ary3cube", "16-ary 3-cube (4096 hosts), adaptive routing with dateline escape lanes, 256-byte (16-flit) messages, Poisson arrivals",
+		{"paper001-16ary3cube-vct", "16-ary 3-cube (4096 hosts), virtual cut-through approximation of paper 001's router: adaptive routing with dateline escape lanes, 256-byte (16-flit) messages, Poisson arrivals, one injection link (paper001-16ary3cube is the paper's router)",
 			"paper 001 §4.1",
 			with(base(), func(c *SimConfig) {
 				c.Topology = torus([]int{16, 16, 16}, 1)
@@ -268,6 +268,8 @@ func Presets() []Preset {
 			"fabemu daemon tests (docs/daemon.md)",
 			tapFabric(with(base(), func(c *SimConfig) { c.Topology = meshNet([]int{2, 2}, 2) }))},
 	}
+	ps = append(ps, wormholePresets()...)
+	ps = append(ps, paper001Presets()...)
 	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
 	return ps
 }

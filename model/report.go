@@ -1,6 +1,9 @@
 package model
 
-import "github.com/fabemu/fabemu/nic"
+import (
+	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/nic"
+)
 
 // The parts of a run's JSON summary that every kind of run reports
 // (synthetic traffic: workload/synth; trace replay: workload/replay).
@@ -40,6 +43,20 @@ type PacketCounts struct {
 	// their admittance queue was full (nic.model admittance, paper 000
 	// §4.1); they are not in Generated.
 	RefusedMessages uint64 `json:"refused_messages,omitempty"`
+	// Deadlock counts what deadlock detection and recovery did
+	// (fabric.deadlock); absent when detection is off.
+	Deadlock *DeadlockCounts `json:"deadlock,omitempty"`
+}
+
+// DeadlockCounts are the run's deadlock detections (paper 001 §4, ref.
+// [10]) and software recoveries (ref. [12]).
+type DeadlockCounts struct {
+	ThresholdNs float64 `json:"threshold_ns"`
+	Detections  uint64  `json:"detections"`
+	// Recovered counts messages absorbed at a node, Reinjected those put
+	// back into the network from there; 0 without recovery.
+	Recovered  uint64 `json:"recovered"`
+	Reinjected uint64 `json:"reinjected"`
 }
 
 // HopSummary is switches traversed per packet.
@@ -93,6 +110,10 @@ func (s *Session) PacketCounts() PacketCounts {
 		InFlight: f.InFabric(), QueuedAtSources: uint64(s.Net.Queued), DeliveredInWindow: s.Metrics.DelPackets,
 		OutOfOrder: s.Metrics.AllOutOfOrder, CreditPackets: st.CreditPackets, EscapeGrants: st.EscapeGrants, AdaptiveGrants: st.AdaptiveGrants,
 		RefusedMessages: s.Net.AdmittanceRefused()}
+	if on, th := f.DeadlockDetection(); on {
+		ds := f.DeadlockStats()
+		p.Deadlock = &DeadlockCounts{ThresholdNs: float64(th) / float64(des.Nanosecond), Detections: ds.Detections, Recovered: ds.Recoveries, Reinjected: ds.Reinjections}
+	}
 	if del, inj, fl, ok := s.Net.DataPackets(); ok {
 		p.Delivered, p.Injected, p.InFlight = del, inj, fl
 	}

@@ -90,7 +90,7 @@ func TestForcedRoutingMessage(t *testing.T) {
 	}{
 		{[]string{"sim", "--preset", "paper004-irregular16", "--delivery", "adaptive-ooo", "--duration", "5us", "--warmup", "1us"},
 			"adaptive, escape up*/down* (root switch 0), 2 lanes (forced by --delivery adaptive-ooo)"},
-		{[]string{"sim", "--preset", "paper001-8ary3cube", "--set", "nic.delivery.mode=deterministic", "--duration", "2us", "--warmup", "1us"},
+		{[]string{"sim", "--preset", "paper001-8ary3cube-vct", "--set", "nic.delivery.mode=deterministic", "--duration", "2us", "--warmup", "1us"},
 			"(forced by --set nic.delivery.mode=deterministic)"},
 		{[]string{"replay", "--limit", "100", "--compression", "20", "--delivery", "adaptive-inorder"},
 			"2 lanes (forced by --delivery adaptive-inorder)"},

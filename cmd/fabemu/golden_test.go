@@ -46,7 +46,7 @@ var goldenRuns = []struct {
 	// RECN with the paper's crossbar preference for normal queues over SAQs (paper 000 §4.1)
 	{"sim-min64-recn-normalfirst-corner2", []string{"sim", "--preset", "paper000-min64", "--set", "fabric.switch=recn", "--set", "fabric.recn.normal_first=true", "--pattern", "corner2:0.1", "--duration", "40us", "--warmup", "70us"}},
 	// 3-D torus, adaptive, exponential arrivals
-	{"sim-8ary3cube-adaptive", []string{"sim", "--preset", "paper001-8ary3cube", "--load", "0.4", "--duration", "10us", "--warmup", "2us"}},
+	{"sim-8ary3cube-adaptive", []string{"sim", "--preset", "paper001-8ary3cube-vct", "--load", "0.4", "--duration", "10us", "--warmup", "2us"}},
 	// 2-D torus with two adaptive lanes and small escape buffers
 	{"sim-torus16x16-adaptive", []string{"sim", "--preset", "paper002-torus16x16-dateline", "--load", "0.7", "--duration", "15us", "--warmup", "5us"}},
 	// the live-traffic fabric (mesh, 10 Gb/s, 4 KB MTU), size mix

@@ -46,6 +46,9 @@ func (mf *memFlags) check(w io.Writer, m *model.Model, wl model.Workload, jobs i
 		c := e.Counts
 		fmt.Fprintf(w, "topology            %s: %d switches, %d hosts, %d switch ports\n", m.Topology.Kind, c.Switches, c.Hosts, c.Ports)
 		fmt.Fprintf(w, "switch, allocator   %s, %s\n", m.Fabric.Switch, m.Fabric.Allocator)
+		if m.Fabric.Wormhole() {
+			fmt.Fprintf(w, "switching           wormhole, %d-byte flits, lanes of %d flits\n", m.Fabric.Flit(), m.Fabric.Lane())
+		}
 		fmt.Fprintf(w, "routing             %s\n", m.Routing.Mode)
 		for _, p := range e.Parts {
 			fmt.Fprintf(w, "  %-18s %s\n", p.What, model.FormatBytes(p.Bytes))

@@ -173,6 +173,10 @@ func writeSimTable(w io.Writer, s *synth.Summary, notes []model.Note) {
 	res.Add("packets generated / delivered", fmt.Sprintf("%s / %s", report.FormatUint(p.Generated), report.FormatUint(p.Delivered)), "")
 	res.Add("in flight / queued at sources", fmt.Sprintf("%s / %s", report.FormatUint(p.InFlight), report.FormatUint(p.QueuedAtSources)), "")
 	res.Add("delivered out of order", report.FormatUint(p.OutOfOrder), "packets")
+	if d := p.Deadlock; d != nil {
+		res.Add("deadlocks detected / recovered", fmt.Sprintf("%s / %s", report.FormatUint(d.Detections), report.FormatUint(d.Recovered)),
+			fmt.Sprintf("messages (threshold %s ns)", report.FormatFloat(d.ThresholdNs, 6)))
+	}
 	if d := s.Drain; d != nil {
 		what := "ns: every packet delivered"
 		if !d.AllDelivered {

@@ -110,8 +110,11 @@ func (n *Net) Invariants() error {
 	if n.F.Stats.Delivered != ep.Delivered {
 		bad = append(bad, fmt.Sprintf("fabric counted %d deliveries, the endpoint %d", n.F.Stats.Delivered, ep.Delivered))
 	}
-	if st := uint64(n.F.Occupancy()); st > n.F.InFabric() {
-		bad = append(bad, fmt.Sprintf("%d packets stored in switches but only %d in the fabric", st, n.F.InFabric()))
+	if st := uint64(n.F.Occupancy()) + uint64(n.F.Absorbed()); st > n.F.InFabric() {
+		bad = append(bad, fmt.Sprintf("%d packets stored in switches or absorbed by nodes for reinjection but only %d in the fabric", st, n.F.InFabric()))
+	}
+	if ds := n.F.DeadlockStats(); ds.Recoveries != ds.Reinjections+uint64(n.F.Absorbed()) {
+		bad = append(bad, fmt.Sprintf("deadlock recovery: %d absorbed, %d reinjected, %d waiting", ds.Recoveries, ds.Reinjections, n.F.Absorbed()))
 	}
 	bad = append(bad, ep.Errors...)
 	if len(bad) == 0 {
@@ -133,7 +136,7 @@ func (n *Net) Drain(limit des.Time) error {
 	if n.EP.Delivered != n.EP.Sent() {
 		return fmt.Errorf("%s: %d of %d packets delivered after draining for %v", n.Name, n.EP.Delivered, n.EP.Sent(), limit)
 	}
-	if n.F.InFabric() != 0 || n.F.Occupancy() != 0 {
+	if n.F.InFabric() != 0 || n.F.Occupancy() != 0 || n.F.Absorbed() != 0 {
 		return fmt.Errorf("%s: drained, yet %d packets in the fabric and %d stored", n.Name, n.F.InFabric(), n.F.Occupancy())
 	}
 	return n.Invariants()

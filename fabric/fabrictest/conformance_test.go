@@ -65,6 +65,16 @@ func variants() []variant {
 	c.RECNIQ.NICSAQs, c.RECNIQ.NICMemory = 4, 2048
 	c.RECNIQ.PostProcessing, c.RECNIQ.Detection = fabric.PPTimed, fabric.DetectPerCycle
 	vs = append(vs, variant{"recn-iq/islip/nic_saqs", c, true})
+	// wormhole switching (fabric.switching, paper 001 §3) on the
+	// input-queued switch: 16-byte flits in lanes of 8 (they cover the
+	// credit round trip of a hop, so a lone packet streams without a
+	// stall), and 32-byte flits in lanes of 2 (a 282-byte packet spans 9
+	// flits, 5 lanes, and waits for credits at every hop)
+	c = fabric.DefaultConfig()
+	c.Switch, c.OutputBuffer, c.Switching, c.LaneFlits = "iq", 0, fabric.SwitchingWormhole, 8
+	vs = append(vs, variant{"iq/rr/wormhole", c, false})
+	c.FlitBytes, c.LaneFlits = 32, 2
+	vs = append(vs, variant{"iq/rr/wormhole/lane2", c, false})
 	return vs
 }
 
@@ -102,6 +112,18 @@ func TestZeroLoadLatency(t *testing.T) {
 			}
 			c := v.cfg
 			want := des.Time(hops)*(c.RoutingDelay+c.SwitchInputDelay()) + des.Time(hops+1)*c.PropagationDelay() + c.SerializationTime(MaxPacket)
+			if c.Wormhole() {
+				want = WormholeLatency(c, hops, MaxPacket)
+				if !LanesCoverRoundTrip(c) {
+					// Lanes too short for the credit round trip: the
+					// worm stalls for credits, so it is slower than the
+					// pipeline, by at least the one stall of the last hop.
+					if n.EP.Latency <= want {
+						t.Errorf("%s, %d switches: latency %v, want more than the stall-free %v", v.name, hops, n.EP.Latency, want)
+					}
+					want = n.EP.Latency
+				}
+			}
 			if n.EP.Latency != want {
 				t.Errorf("%s, %d switches: latency %v, want %v", v.name, hops, n.EP.Latency, want)
 			}
@@ -293,6 +315,18 @@ func TestSingleSwitchFairShare(t *testing.T) {
 			pair := float64(got[0] + got[1])
 			if d := math.Abs(float64(got[0]) - pair/2); d > 2*math.Sqrt(pair) {
 				t.Errorf("%s: hosts 1 and 2 (one row) had %v delivered, want an equal split within %.0f", v.name, got[:2], 2*math.Sqrt(pair))
+			}
+		case v.cfg.Wormhole():
+			// Flits are padded, a lane is given to the next head only
+			// when the last tail's credit is back, and 2-flit lanes wait
+			// for credits at every flit pair, so fewer than 30 packets
+			// fit in the time (14 with lane2); the share must still be
+			// equal.
+			total := int(got[0] + got[1] + got[2])
+			for i, c := range got {
+				if c := int(c); 3*c < total-3*tol || 3*c > total+3*tol || total < slots/3 {
+					t.Errorf("%s: source %d had %d delivered, want a third of %d±%d (all: %v)", v.name, i+1, c, total, tol, got)
+				}
 			}
 		default:
 			for i, c := range got {

@@ -42,7 +42,7 @@ const (
 // Config is the routing configuration.
 type Config struct {
 	Mode        Mode   `yaml:"mode" json:"mode" doc:"deterministic (escape function only; in order by construction) or adaptive (minimal adaptive lanes with a Duato escape lane)"`
-	Escape      string `yaml:"escape" json:"escape" doc:"escape routing function: auto, updown, dor, bubble or min; auto picks dor on tori and meshes, min on multistage networks, updown elsewhere" paper:"004 §4.1; 002 §3 (bubble)"`
+	Escape      string `yaml:"escape" json:"escape" doc:"escape routing function: auto, updown, dor, bubble or min; auto picks dor on tori and meshes, min on multistage networks, updown elsewhere; none is True Fully Adaptive Routing (TFAR: any lane of any minimal output, no escape sub-network; adaptive mode only, adaptive_vls lanes per channel), which relies on fabric.deadlock.recovery software" paper:"004 §4.1; 002 §3 (bubble); 001 §4 (none: TFAR)"`
 	AdaptiveVLs int    `yaml:"adaptive_vls" json:"adaptive_vls" doc:"virtual lanes for adaptive routing in adaptive mode (escape lanes come on top)" paper:"004 §4.1"`
 	UpDownRoot  int    `yaml:"updown_root" json:"updown_root" doc:"root switch of the up*/down* spanning tree (BFS from it)"`
 	Dateline    bool   `yaml:"dateline" json:"dateline" doc:"use two dateline escape lanes per torus dimension; false builds a cyclic escape function (for deadlock tests only)"`
@@ -69,8 +69,11 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("routing mode %q: want deterministic or adaptive", c.Mode)
 	}
-	if _, ok := lookupEscape(c.Escape); !ok && c.Escape != "auto" {
-		return fmt.Errorf("escape routing %q: want auto, %s", c.Escape, escapeNames())
+	if _, ok := lookupEscape(c.Escape); !ok && c.Escape != "auto" && c.Escape != EscapeNone {
+		return fmt.Errorf("escape routing %q: want auto, %s, or none (TFAR)", c.Escape, escapeNames())
+	}
+	if c.Escape == EscapeNone && c.Mode != Adaptive {
+		return fmt.Errorf("routing.escape none (TFAR) routes every packet adaptively: it needs routing.mode adaptive, not %q (deterministic routing uses only an escape function)", c.Mode)
 	}
 	if c.Mode == Adaptive && c.AdaptiveVLs < 1 {
 		return fmt.Errorf("adaptive_vls = %d: adaptive routing needs at least 1", c.AdaptiveVLs)
@@ -140,6 +143,12 @@ type Router struct {
 	// sameRing: adaptive outputs in the input's dimension come first
 	// (Config.Selection same-ring, paper 002 §3).
 	sameRing bool
+	// tfar: no escape function at all (routing.escape none, tfar.go);
+	// esc is nil and every lane is adaptive.
+	tfar bool
+
+	// checked: the dependency check was not turned off (routing.check).
+	checked bool
 
 	// CheckNote says what the escape check did ("acyclic: 1,234 channels",
 	// or why it was skipped).
@@ -187,14 +196,18 @@ func New(t *topo.Topology, c Config) (*Router, error) {
 	} else {
 		r.dist = newDistTable(t)
 	}
-	info, _ := lookupEscape(esc)
-	e, err := info.build(t, c)
-	if err != nil {
-		return nil, err
+	if esc == EscapeNone {
+		r.tfar = true
+	} else {
+		info, _ := lookupEscape(esc)
+		e, err := info.build(t, c)
+		if err != nil {
+			return nil, err
+		}
+		r.esc = e
+		r.escVLs = r.esc.vls()
+		r.rings, _ = e.(bubbleRings)
 	}
-	r.esc = e
-	r.escVLs = r.esc.vls()
-	r.rings, _ = e.(bubbleRings)
 	if c.Mode == Adaptive {
 		r.adVLs = c.AdaptiveVLs
 	}
@@ -207,9 +220,17 @@ func New(t *topo.Topology, c Config) (*Router, error) {
 	if r.NumVLs() > 15 {
 		return nil, fmt.Errorf("%d escape + %d adaptive lanes exceed the 15 data lanes of InfiniBand", r.escVLs, r.adVLs)
 	}
+	r.checked = c.Check != "off"
 	switch {
 	case c.Check == "off":
 		r.CheckNote = "escape check disabled by configuration"
+		if r.tfar {
+			r.CheckNote = "no escape sub-network (TFAR); dependency check disabled by configuration; " + tfarRecovery
+		}
+	case r.tfar && c.Check == "auto" && r.tfarCheckCost() > 20_000_000:
+		r.CheckNote = fmt.Sprintf("no escape sub-network (TFAR, %d lanes per channel): dependency graph not built (%d route evaluations exceed the auto limit of 20M); on tori and meshes it is cyclic; %s", r.adVLs, r.tfarCheckCost(), tfarRecovery)
+	case r.tfar:
+		r.checkTFAR()
 	case c.Check == "auto" && r.checkCost() > 20_000_000:
 		r.CheckNote = fmt.Sprintf("escape check skipped: %d route evaluations exceed the auto limit of 20M; %s is deadlock-free by construction", r.checkCost(), r.esc.name())
 	default:
@@ -219,6 +240,10 @@ func New(t *topo.Topology, c Config) (*Router, error) {
 	}
 	return r, nil
 }
+
+// Checked reports whether the configuration lets the router check its
+// dependency graph (routing.check not off).
+func (r *Router) Checked() bool { return r.checked }
 
 // Mode returns the routing mode.
 func (r *Router) Mode() Mode { return r.mode }
@@ -234,7 +259,12 @@ func (r *Router) Bubble() int {
 }
 
 // EscapeName names the escape function in use.
-func (r *Router) EscapeName() string { return r.esc.name() }
+func (r *Router) EscapeName() string {
+	if r.tfar {
+		return "none (TFAR: any lane of any minimal output; deadlock recovery)"
+	}
+	return r.esc.name()
+}
 
 // NumVLs returns the number of virtual lanes every link carries: escape
 // lanes first (0..EscapeVLs-1), then adaptive lanes.
@@ -254,6 +284,12 @@ func (r *Router) HostSwitch(h int) (sw, port int) { return int(r.hostSw[h]), int
 // port is always 0 (the host's only port).
 func (r *Router) InjectionCandidates(buf []Candidate) []Candidate {
 	buf = buf[:0]
+	if r.tfar { // every lane is adaptive
+		for a := 0; a < r.adVLs; a++ {
+			buf = append(buf, Candidate{Port: 0, VL: int32(a)})
+		}
+		return buf
+	}
 	for a := 0; a < r.adVLs; a++ {
 		buf = append(buf, Candidate{Port: 0, VL: int32(r.escVLs + a)})
 	}
@@ -270,6 +306,9 @@ func (r *Router) Candidates(s, inPort, inVL, dst int, buf []Candidate) []Candida
 	dsw := int(r.hostSw[dst])
 	if dsw == s {
 		return append(buf, Candidate{Port: r.hostPort[dst], VL: int32(inVL), Escape: inVL < r.escVLs})
+	}
+	if r.tfar {
+		return r.tfarCandidates(s, dsw, buf)
 	}
 	inEscape := inVL < r.escVLs
 	if _, fromSwitch := r.t.Peer(s, inPort); !fromSwitch {

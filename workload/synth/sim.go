@@ -62,6 +62,16 @@ type Summary struct {
 	// Drain is what the drain after the sources stopped found
 	// (run.drain); absent without one.
 	Drain *Drain `json:"drain,omitempty"`
+	// TxRatio is the mean transmission-time ratio after the warm-up
+	// (run.tx_ratio; paper 001 Figure 1); absent without it.
+	TxRatio *TxRatio `json:"tx_ratio,omitempty"`
+}
+
+// TxRatio is the mean ratio of actual to minimum transmission time of
+// the packets sent on switch channels (paper 001 §3, Figure 1).
+type TxRatio struct {
+	Mean    float64 `json:"mean"`
+	Samples uint64  `json:"samples"`
 }
 
 // Drain is the end of a run that goes on until everything generated is
@@ -105,6 +115,9 @@ func RunSim(cfg model.SimConfig, progress model.Progress) (*Summary, error) {
 	if cfg.Run.LaneStats {
 		s.Fabric.MeasureLanes(cfg.Run.Warmup, des.Microsecond)
 	}
+	if cfg.Run.TxRatio {
+		s.Fabric.MeasureTransmissionRatio(cfg.Run.Warmup)
+	}
 	switch s.MaxQueued = cfg.Run.MaxSourcePackets; s.MaxQueued {
 	case -1:
 		s.MaxQueued = 0
@@ -131,6 +144,9 @@ func RunSim(cfg model.SimConfig, progress model.Progress) (*Summary, error) {
 	wall := time.Since(start).Seconds()
 	sum := summarize(s, cfg, syn.active)
 	sum.Drain = drain
+	if mean, n, ok := s.Fabric.TransmissionRatio(); ok && cfg.Run.TxRatio {
+		sum.TxRatio = &TxRatio{Mean: mean, Samples: n}
+	}
 	sum.Run = &model.RunInfo{WallSeconds: wall, Events: s.Eng.Fired(),
 		EventsPerSecond:           float64(s.Eng.Fired()) / wall,
 		DeliveredPacketsPerSecond: float64(s.Fabric.Stats.Delivered) / wall,

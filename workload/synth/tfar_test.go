@@ -1,0 +1,55 @@
+package synth
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/fabemu/fabemu/model"
+)
+
+func resolveSim(t *testing.T, preset string, sets ...string) (model.SimConfig, error) {
+	t.Helper()
+	c, _, err := model.Resolve[model.SimConfig](model.Layers{Preset: preset, Sets: model.Sets("test", sets)}, model.LookupPreset)
+	return c, err
+}
+
+// TestTFARRunWithRecovery: a whole run of TFAR (routing.escape none) with
+// software deadlock recovery on an 8x8 torus past saturation, with one
+// packet of buffer per lane so that deadlocks form, on paper 001's four
+// physical injection channels gated by Trans-t: the summary counts the
+// detections and recoveries, the escape check says the function is
+// cyclic and relies on recovery, and every invariant holds. Without
+// recovery the run is refused, naming the keys.
+func TestTFARRunWithRecovery(t *testing.T) {
+	sets := []string{"routing.mode=adaptive", "routing.escape=none", "routing.adaptive_vls=2",
+		"fabric.switch=iq", "fabric.output_buffer=0", "fabric.input_buffer=640",
+		"traffic.load=1.0", "run.warmup=0us", "run.duration=300us",
+		"nic.injection_queues.count=4", "nic.injection_queues.mode=physical", "nic.injection_control.policy=trans-t"}
+	if _, err := resolveSim(t, "torus8x8-dor", sets...); err == nil {
+		c, _ := resolveSim(t, "torus8x8-dor", sets...)
+		if _, err := RunSim(c, nil); err == nil || !strings.Contains(err.Error(), "fabric.deadlock.recovery=software") {
+			t.Fatalf("TFAR without recovery: %v, want a refusal naming fabric.deadlock.recovery", err)
+		}
+	} else if !strings.Contains(err.Error(), "fabric.deadlock.recovery") {
+		t.Fatalf("TFAR without recovery: %v", err)
+	}
+	c, err := resolveSim(t, "torus8x8-dor", append(sets, "fabric.deadlock.recovery=software")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := RunSim(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Invariants.OK {
+		t.Fatalf("invariants: %+v", sum.Invariants)
+	}
+	d := sum.Packets.Deadlock
+	if d == nil || d.Detections == 0 || d.Recovered == 0 || d.Reinjected > d.Recovered || d.Recovered > d.Detections {
+		t.Fatalf("deadlock counts %+v: want detections, recoveries and reinjections counted", d)
+	}
+	if !strings.Contains(sum.Routing.EscapeCheck, "cyclic") || !strings.Contains(sum.Routing.EscapeCheck, "relies on deadlock detection and recovery") {
+		t.Errorf("escape check %q", sum.Routing.EscapeCheck)
+	}
+	t.Logf("accepted %.3f, %d detections, %d recovered, %d reinjected, threshold %g ns", sum.AcceptedLoad, d.Detections, d.Recovered, d.Reinjected, d.ThresholdNs)
+}
