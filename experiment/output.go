@@ -527,6 +527,7 @@ var axisLabels = map[string]string{
 	"mms":            "max memory per NIC (bytes)",
 	"reordered":      "reordered ratio (fraction of packets received)",
 	"saqs_total":     "max SAQs in the network (SAQs)",
+	"stage_util":     "link utilisation, mean over the stage's links (fraction of time busy)",
 	"throughput":     "network throughput (bytes/ns)",
 	"time":           "trace execution time (ns)",
 	"waste":          "waste traffic (%)",

@@ -72,6 +72,9 @@ type RunConfig struct {
 	Drain    des.Time `yaml:"drain" json:"drain,omitzero" unit:"time" doc:"after warm-up + duration the sources stop and the run goes on until every generated packet is delivered, at most this long; the summary gives the time of the last delivery (0 = no drain: the run ends at warm-up + duration)" paper:"001 §4.3 (bursty load: simulation goes on until all messages arrive)"`
 	// LaneStats adds the lanes report to a synthetic run's summary.
 	LaneStats bool `yaml:"lane_stats,omitempty" json:"lane_stats,omitempty" doc:"tori and meshes: measure transit queue occupation (packets, sampled every microsecond) and channel utilisation per direction and lane after the warm-up, reported as lanes in the summary" paper:"002 §3, Figures 5, 8, 10"`
+	// StageSeries adds the per-stage link utilisation over time to a
+	// synthetic run's summary (multistage networks).
+	StageSeries bool `yaml:"stage_series,omitempty" json:"stage_series,omitempty" doc:"multistage networks: measure, per time bin, the mean utilisation of the host injection links, the up links out of each stage, the down links out of each stage and the links to the hosts, reported as stages in the summary: the congestion tree's growth and collapse" paper:"000 §4.2-4.3 (corner case 2)"`
 	// MaxSourcePackets bounds the packets waiting at the sources, which
 	// grow without bound when the offered load exceeds what the fabric
 	// accepts (Session.RunUntil checks it).
