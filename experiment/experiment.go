@@ -63,6 +63,13 @@ type Experiment struct {
 	Calibration *Calibration `yaml:"calibration" json:"calibration"`
 	// Baseline names the row the "impr" column compares with.
 	Baseline string `yaml:"baseline" json:"baseline"`
+	// TopologySeeds, if set (replay experiments), runs every row once per
+	// seed, with topology.seed and run.seed set to it: a different random
+	// irregular network (paper 004 §4.1 averages 10 per size) and a
+	// different disk placement. The table, the JSON and the plot give the
+	// mean and the range (min..max) over the seeds; a calibration runs on
+	// the first seed.
+	TopologySeeds []uint64 `yaml:"topology_seeds" json:"topology_seeds"`
 	// Loads makes a sim experiment a sweep: every row runs at each
 	// offered load (a row may give its own list).
 	Loads []float64 `yaml:"loads" json:"loads"`
@@ -118,6 +125,18 @@ type Calibration struct {
 	MinBacklog float64 `yaml:"min_backlog" json:"min_backlog"`
 }
 
+// maxTopologySeeds bounds topology_seeds: each seed is a run of every row.
+const maxTopologySeeds = 100
+
+// seeds returns the topology seeds the rows run with, or nil for one run
+// with the configuration's own seeds.
+func (e *Experiment) seeds(quick bool) []uint64 {
+	if quick && e.Quick.TopologySeeds != nil {
+		return e.Quick.TopologySeeds
+	}
+	return e.TopologySeeds
+}
+
 // Row is one configuration of the experiment.
 type Row struct {
 	Name string `yaml:"name" json:"name"`
@@ -156,6 +175,9 @@ type Quick struct {
 	Warmup   string    `yaml:"warmup" json:"warmup"`     // sim: warm-up
 	Loads    []float64 `yaml:"loads" json:"loads"`       // sim sweeps: these loads instead
 	Factors  []float64 `yaml:"factors" json:"factors"`   // calibration: these factors instead
+	// TopologySeeds replaces the experiment's seed list (fewer seeds for
+	// a smoke run).
+	TopologySeeds []uint64 `yaml:"topology_seeds" json:"topology_seeds"`
 	// Set are --set style overrides applied last (sim), e.g. a corner
 	// case's time scale and a finer bin for a short run.
 	Set []string `yaml:"set" json:"set"`
@@ -249,6 +271,27 @@ func (e *Experiment) Validate() error {
 			if !(l > 0 && l <= 1) {
 				return fmt.Errorf("row %q: load %g: want 0 < load <= 1", r.Name, l)
 			}
+		}
+	}
+	for _, f := range []struct {
+		key   string
+		seeds []uint64
+	}{{"topology_seeds", e.TopologySeeds}, {"quick.topology_seeds", e.Quick.TopologySeeds}} {
+		if f.seeds == nil {
+			continue
+		}
+		if e.Kind != KindReplay {
+			return fmt.Errorf("%s: supported by replay experiments only", f.key)
+		}
+		if len(f.seeds) == 0 || len(f.seeds) > maxTopologySeeds {
+			return fmt.Errorf("%s: want 1 to %d seeds, got %d", f.key, maxTopologySeeds, len(f.seeds))
+		}
+		dup := map[uint64]bool{}
+		for _, sd := range f.seeds {
+			if dup[sd] {
+				return fmt.Errorf("%s: seed %d twice", f.key, sd)
+			}
+			dup[sd] = true
 		}
 	}
 	// An empty list is not "no sweep": the file asked for loads and gave

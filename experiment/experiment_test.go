@@ -130,6 +130,7 @@ func runQuick(t *testing.T, name string, rows []string) *Result {
 			Name    string          `json:"name"`
 			Summary json.RawMessage `json:"summary"`
 			Points  []rawPoint      `json:"points"`
+			Seeds   []rawPoint      `json:"seeds"`
 		} `json:"rows"`
 	}
 	if err := json.Unmarshal(js, &doc); err != nil {
@@ -145,10 +146,10 @@ func runQuick(t *testing.T, name string, rows []string) *Result {
 		if r.Name != rows[i] {
 			t.Errorf("row %d named %q, want %q", i, r.Name, rows[i])
 		}
-		if len(r.Summary) == 0 && len(r.Points) == 0 {
+		if len(r.Summary) == 0 && len(r.Points) == 0 && len(r.Seeds) == 0 {
 			t.Errorf("row %q has no summary", r.Name)
 		}
-		for _, s := range append([]json.RawMessage{r.Summary}, pointsOf(r.Points)...) {
+		for _, s := range append(append([]json.RawMessage{r.Summary}, pointsOf(r.Points)...), pointsOf(r.Seeds)...) {
 			if len(s) > 0 && !bytes.Contains(s, []byte(`"schema":"fabemu.`)) {
 				t.Errorf("row %q: summary is not a full run summary", r.Name)
 			}

@@ -3,6 +3,7 @@ package experiment
 import (
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -177,6 +178,38 @@ var columns = map[string]column{
 	"ad_util":        metricColumn("Adaptive util.", "ad_util"),
 }
 
+// spreadFormats format the mean and the range of a seeded replay row's
+// column (see RowResult.Spread), in the column's own format.
+var spreadFormats = map[string]func(float64) string{
+	"time":     func(v float64) string { return fmt.Sprintf("%.2fM", v/1e6) },
+	"waste":    func(v float64) string { return fmt.Sprintf("%.1f%%", v) },
+	"mbs":      func(v float64) string { return report.FormatInt(int64(math.Round(v))) },
+	"mms":      func(v float64) string { return report.FormatInt(int64(math.Round(v))) },
+	"impr":     func(v float64) string { return fmt.Sprintf("%.2f%%", v) },
+	"accepted": func(v float64) string { return report.FormatFloat(v, 4) },
+	"latency":  func(v float64) string { return report.FormatFloat(v, 4) },
+}
+
+// spreadCell is a seeded row's cell of column c: the mean over the seeds
+// and, in brackets, the smallest and the largest value ("12.34M
+// [11.90M..12.80M]"); ok is false for a column without a spread. The
+// improvement is taken per seed, against the baseline's run on the same
+// topology, then summarised.
+func (r *Result) spreadCell(row *RowResult, c string) (string, bool) {
+	f, ok := spreadFormats[c]
+	if !ok || row.Spread == nil {
+		return "", false
+	}
+	if (c == "mbs" || c == "mms") && !(view{rep: row.replay}).inorder() {
+		return "-", true
+	}
+	sp, has := row.Spread[c]
+	if !has {
+		return "-", true // impr of the baseline row
+	}
+	return fmt.Sprintf("%s [%s..%s]", f(sp.Mean), f(sp.Min), f(sp.Max)), true
+}
+
 // metricColumn shows a metric with four significant digits.
 func metricColumn(header, metric string) column {
 	return column{header, metrics[metric].unit, func(_ *Result, v view) string {
@@ -297,7 +330,16 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	if len(r.Rows) > 0 {
 		if s := r.Rows[0].replay; s != nil {
-			head.Add("network", s.Topology.Describe, "")
+			if seeds := r.Rows[0].Seeds; len(seeds) > 0 {
+				head.Add("network", s.Topology.Describe, fmt.Sprintf("topology seed %d of %d", seeds[0].Seed, len(seeds)))
+				var ss []string
+				for _, sr := range seeds {
+					ss = append(ss, fmt.Sprint(sr.Seed))
+				}
+				head.Add("topology seeds", strings.Join(ss, ", "), "each row runs once per seed (topology.seed and run.seed); cells are mean [min..max] over them")
+			} else {
+				head.Add("network", s.Topology.Describe, "")
+			}
 		}
 	}
 	if r.Kind == KindSim {
@@ -320,7 +362,20 @@ func (r *Result) WriteTable(w io.Writer) error {
 		col := columns[c]
 		t.Columns = append(t.Columns, report.Column{Name: col.name, Unit: col.unit, Align: report.AlignRight})
 	}
-	for _, row := range r.Rows {
+	for i := range r.Rows {
+		row := &r.Rows[i]
+		if row.Spread != nil {
+			cells := []string{row.Name}
+			for _, c := range e.Columns {
+				cell, ok := r.spreadCell(row, c)
+				if !ok {
+					cell = columns[c].cell(r, view{rep: row.replay})
+				}
+				cells = append(cells, cell)
+			}
+			t.AddRow(cells...)
+			continue
+		}
 		views := []view{{rep: row.replay, sim: row.sim}}
 		if row.Points != nil {
 			views = views[:0]
@@ -372,9 +427,16 @@ func (r *Result) WritePlot(path string) ([]string, error) {
 			div, unit = 1e6, "ms"
 		}
 		for _, row := range r.Rows {
+			if sp, ok := row.Spread[ps.Y]; ok {
+				bars = append(bars, report.Bar{Label: row.Name, Value: sp.Mean / div, Range: true, Low: sp.Min / div, High: sp.Max / div})
+				continue
+			}
 			bars = append(bars, report.Bar{Label: row.Name, Value: m.get(view{rep: row.replay, sim: row.sim}) / div})
 		}
 		title := ps.Title
+		if n := len(r.Rows[0].Seeds); n > 0 {
+			title += fmt.Sprintf(", mean and range over %d topologies", n)
+		}
 		if r.Kind == KindReplay {
 			title += fmt.Sprintf(", compression %g", r.Compression)
 		}
@@ -465,6 +527,7 @@ var axisLabels = map[string]string{
 	"mms":            "max memory per NIC (bytes)",
 	"reordered":      "reordered ratio (fraction of packets received)",
 	"saqs_total":     "max SAQs in the network (SAQs)",
+	"stage_util":     "link utilisation, mean over the stage's links (fraction of time busy)",
 	"throughput":     "network throughput (bytes/ns)",
 	"time":           "trace execution time (ns)",
 	"waste":          "waste traffic (%)",

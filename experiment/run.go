@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -72,9 +73,46 @@ type RowResult struct {
 	Throughput *Series `json:"throughput,omitempty"`
 	// Efficiency is the switch efficiency per time bin of a sim row that
 	// is not a sweep (paper 003 Figs. 2.20-2.21).
-	Efficiency *Series               `json:"efficiency,omitempty"`
-	replay     *replay.ReplaySummary // typed views of Summary
-	sim        *synth.Summary
+	Efficiency *Series `json:"efficiency,omitempty"`
+	// Seeds are the row's runs, one per topology seed, when the
+	// experiment has topology_seeds (Summary is then left out), and
+	// Spread the mean and range over them of each table metric.
+	Seeds  []SeedRun             `json:"seeds,omitempty"`
+	Spread map[string]Spread     `json:"spread,omitempty"`
+	replay *replay.ReplaySummary // typed views of Summary (the first seed's run with seeds)
+	sim    *synth.Summary
+}
+
+// SeedRun is a row's run on one topology seed.
+type SeedRun struct {
+	Seed    uint64                `json:"seed"`
+	Summary *replay.ReplaySummary `json:"summary"`
+}
+
+// Spread is a metric over a row's seeds: mean, minimum, maximum and
+// (population) standard deviation of the N per-seed values.
+type Spread struct {
+	Unit   string  `json:"unit"`
+	N      int     `json:"n"`
+	Mean   float64 `json:"mean"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	Stddev float64 `json:"stddev"`
+}
+
+// spreadOf summarises values (at least one).
+func spreadOf(unit string, vs []float64) Spread {
+	sp := Spread{Unit: unit, N: len(vs), Min: vs[0], Max: vs[0]}
+	for _, v := range vs {
+		sp.Mean += v
+		sp.Min, sp.Max = min(sp.Min, v), max(sp.Max, v)
+	}
+	sp.Mean /= float64(len(vs))
+	for _, v := range vs {
+		sp.Stddev += (v - sp.Mean) * (v - sp.Mean)
+	}
+	sp.Stddev = math.Sqrt(sp.Stddev / float64(len(vs)))
+	return sp
 }
 
 // SweepPoint is one offered load of a sweep row.
@@ -183,7 +221,7 @@ func Run(e *Experiment, opt Options) (*Result, error) {
 
 func (e *Experiment) countRuns(quick bool) int {
 	if e.Kind == KindReplay {
-		n := len(e.Rows)
+		n := len(e.Rows) * max(1, len(e.seeds(quick)))
 		if c := e.Calibration; c != nil {
 			n += len(e.factors(quick))
 		}
@@ -295,6 +333,12 @@ func (e *Experiment) runReplay(res *Result, p *pool, quick bool) error {
 			s.Config.Replay.Trace = info.Name
 		}
 	}
+	seeds := e.seeds(quick)
+	if seeds != nil {
+		for i := range cfgs { // the calibration runs on the first seed
+			cfgs[i].Topology.Seed, cfgs[i].Run.Seed = seeds[0], seeds[0]
+		}
+	}
 	if c := e.Calibration; c != nil {
 		idx := e.rowIndex(c.Row)
 		cal, err := e.calibrate(cfgs[idx], p, quick, fix)
@@ -307,17 +351,38 @@ func (e *Experiment) runReplay(res *Result, p *pool, quick bool) error {
 		}
 	}
 	res.Compression = cfgs[0].Replay.Compression
+	runs := max(1, len(seeds))
 	res.Rows = make([]RowResult, len(e.Rows))
-	jobs := make([]func() error, len(e.Rows))
+	var jobs []func() error
 	for i, r := range e.Rows {
-		jobs[i] = func() error {
-			s, err := replay.RunReplay(cfgs[i], nil)
-			fix(s)
-			res.Rows[i] = RowResult{Name: r.Name, Group: r.Group, Series: r.Series, Summary: s, replay: s}
-			if err != nil {
-				return fmt.Errorf("row %q: %w", r.Name, err)
-			}
-			return nil
+		res.Rows[i] = RowResult{Name: r.Name, Group: r.Group, Series: r.Series}
+		if seeds != nil {
+			res.Rows[i].Seeds = make([]SeedRun, runs)
+		}
+		for j := 0; j < runs; j++ {
+			jobs = append(jobs, func() error {
+				cfg := cfgs[i]
+				if seeds != nil {
+					cfg.Topology.Seed, cfg.Run.Seed = seeds[j], seeds[j]
+				}
+				s, err := replay.RunReplay(cfg, nil)
+				fix(s)
+				if seeds != nil {
+					res.Rows[i].Seeds[j] = SeedRun{Seed: seeds[j], Summary: s}
+				} else {
+					res.Rows[i].Summary = s
+				}
+				if j == 0 {
+					res.Rows[i].replay = s
+				}
+				if err != nil {
+					if seeds != nil {
+						return fmt.Errorf("row %q, topology seed %d: %w", r.Name, seeds[j], err)
+					}
+					return fmt.Errorf("row %q: %w", r.Name, err)
+				}
+				return nil
+			})
 		}
 	}
 	if err := p.run(jobs); err != nil {
@@ -329,7 +394,46 @@ func (e *Experiment) runReplay(res *Result, p *pool, quick bool) error {
 			info.Name = r.replay.Trace.Name
 		}
 	}
+	if seeds != nil {
+		res.computeSpreads()
+	}
 	return nil
+}
+
+// spreadMetrics are the metrics a seeded replay row summarises (Spread);
+// "impr" is added, per seed against the baseline row's run on the same
+// seed.
+var spreadMetrics = []string{"time", "waste", "mbs", "mms", "accepted", "latency"}
+
+// computeSpreads fills every row's Spread from its seeds' runs.
+func (r *Result) computeSpreads() {
+	var base *RowResult
+	for i := range r.Rows {
+		if r.Rows[i].Name == r.Baseline {
+			base = &r.Rows[i]
+		}
+	}
+	for i := range r.Rows {
+		row := &r.Rows[i]
+		row.Spread = map[string]Spread{}
+		for _, m := range spreadMetrics {
+			vs := make([]float64, len(row.Seeds))
+			for j, sr := range row.Seeds {
+				vs[j] = metrics[m].get(view{rep: sr.Summary})
+			}
+			row.Spread[m] = spreadOf(metrics[m].unit, vs)
+		}
+		if base == nil || base == row {
+			continue
+		}
+		vs := make([]float64, len(row.Seeds))
+		for j, sr := range row.Seeds {
+			if bt := base.Seeds[j].Summary.TraceExecutionTimeNs; bt > 0 {
+				vs[j] = 100 * (1 - sr.Summary.TraceExecutionTimeNs/bt)
+			}
+		}
+		row.Spread["impr"] = spreadOf("%", vs)
+	}
 }
 
 func (e *Experiment) rowIndex(name string) int {
@@ -416,6 +520,11 @@ func (r *Result) InvariantsOK() (bool, []string) {
 			bad = append(bad, fmt.Sprintf("%s: %v", row.Name, row.replay.Invariants.Violations))
 		case row.sim != nil && !row.sim.Invariants.OK:
 			bad = append(bad, fmt.Sprintf("%s: %v", row.Name, row.sim.Invariants.Violations))
+		}
+		for _, sr := range row.Seeds {
+			if sr.Summary != nil && !sr.Summary.Invariants.OK && sr.Summary != row.replay {
+				bad = append(bad, fmt.Sprintf("%s on topology seed %d: %v", row.Name, sr.Seed, sr.Summary.Invariants.Violations))
+			}
 		}
 		for _, pt := range row.Points {
 			if pt.Summary != nil && !pt.Summary.Invariants.OK {

@@ -260,5 +260,42 @@ func (r *Result) timeseriesPlot(path, suffix string) ([]string, error) {
 		}
 		files = append(files, p)
 	}
+	fs, err := r.stagePlots(path, suffix)
+	return append(files, fs...), err
+}
+
+// stagePlots draws, for every row whose run measured run.stage_series,
+// the link utilisation per stage over time (PATH-stages-ROW.ext): the
+// congestion tree of paper 000's corner cases growing and collapsing.
+func (r *Result) stagePlots(path, suffix string) ([]string, error) {
+	var files []string
+	used := map[string]bool{}
+	ext := filepath.Ext(path)
+	for _, row := range r.Rows {
+		if row.sim == nil || row.sim.Stages == nil || len(row.sim.Stages.TimeUs) == 0 {
+			continue
+		}
+		st := row.sim.Stages
+		var series []report.Series
+		for c, name := range st.Classes {
+			series = append(series, report.Series{Name: fmt.Sprintf("%s (%d links)", name, st.Links[c]), X: st.TimeUs, Y: st.Utilisation[c]})
+		}
+		name := fileSafe(row.Name)
+		for i := 2; used[name]; i++ {
+			name = fmt.Sprintf("%s-%d", fileSafe(row.Name), i)
+		}
+		used[name] = true
+		p := strings.TrimSuffix(path, ext) + "-stages-" + name + ext
+		title := "Link utilisation per stage, " + row.Name
+		if a, b, ok := hotWindow(row.sim); ok {
+			title += fmt.Sprintf(", tree %g-%g µs", a, b)
+		}
+		zero := 0.0
+		err := report.LinePlot(p, title+suffix, "time (µs)", axisLabels["stage_util"], series, report.PlotOptions{YMin: &zero, WidthPx: 720, HeightPx: 400})
+		if err != nil {
+			return files, err
+		}
+		files = append(files, p)
+	}
 	return files, nil
 }

@@ -21,6 +21,9 @@ func TestQuickCorners(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			res := runQuick(t, name, rows)
 			checkTimeseriesSVG(t, res, rows)
+			if name == "paper000-corner2" {
+				checkStagePlots(t, res, rows)
+			}
 			for _, r := range res.Rows {
 				s := r.Throughput
 				if s == nil || s.Unit != "bytes/ns" || len(s.Values) != len(s.TimeUs) || len(s.Values) < 50 {
@@ -52,6 +55,70 @@ func TestQuickCorners(t *testing.T) {
 	}
 }
 
+// checkStagePlots: paper000-corner2 measures run.stage_series, so --plot
+// also writes each row's link utilisation per stage (PATH-stages-ROW.svg)
+// with the 64-host MIN's six link classes in the legend, and the series
+// show the tree: the 16 hot sources start at 80 us, so the injection links
+// are busier during the tree (80-97 us) than before it (20-80 us), by
+// 0.05 at least (16 of 64 hosts start at the full rate). Not under
+// RECN-IQ: its NIC SAQs, stopped by Xoff, hold the hot packets at the
+// NIC (measured 0.77 -> 0.80).
+func checkStagePlots(t *testing.T, res *Result, rows []string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "c2.svg")
+	files, err := res.WritePlot(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes := []string{"injection", "up 0-1", "up 1-2", "down 2-1", "down 1-0", "ejection"}
+	for _, r := range res.Rows {
+		st := r.sim.Stages
+		if st == nil || strings.Join(st.Classes, ",") != strings.Join(classes, ",") {
+			t.Fatalf("row %s: stage series %+v", r.Name, st)
+		}
+		for c := range st.Classes {
+			if st.Links[c] != 64 || len(st.Utilisation[c]) != len(st.TimeUs) {
+				t.Fatalf("row %s class %s: %d links, %d of %d bins", r.Name, st.Classes[c], st.Links[c], len(st.Utilisation[c]), len(st.TimeUs))
+			}
+		}
+		win := func(from, to float64) float64 {
+			sum, n := 0.0, 0
+			for i, tu := range st.TimeUs {
+				if tu >= from && tu < to {
+					sum, n = sum+st.Utilisation[0][i], n+1
+				}
+			}
+			return sum / float64(n)
+		}
+		if before, tree := win(20, 80), win(80, 97); r.Name != "RECN-IQ" && tree < before+0.05 {
+			t.Errorf("row %s: injection links busy %.3f during the tree, %.3f before: the hot sources do not show", r.Name, tree, before)
+		}
+	}
+	for _, row := range rows {
+		want := strings.TrimSuffix(path, ".svg") + "-stages-" + row + ".svg"
+		found := false
+		for _, f := range files {
+			found = found || f == want
+		}
+		if !found {
+			t.Errorf("no stage plot %s among %v", want, files)
+			continue
+		}
+		b, err := os.ReadFile(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if svg := html.UnescapeString(string(b)); !strings.Contains(svg, "Link utilisation per stage, "+row) {
+			t.Errorf("%s lacks its title", want)
+		}
+		var legend []string
+		for _, c := range classes {
+			legend = append(legend, c+" (64 links)")
+		}
+		checkLegendOutside(t, want, axisLabels["stage_util"], legend)
+	}
+}
+
 func TestTimeseriesPlotValidation(t *testing.T) {
 	sim := strings.Replace(strings.Replace(goodYAML, "kind: replay", "kind: sim", 1), "columns: [time, waste, impr]", "columns: [throughput]", 1)
 	cases := []struct{ name, yaml, wantErr string }{
@@ -78,10 +145,18 @@ func checkTimeseriesSVG(t *testing.T, res *Result, rows []string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ts.svg")
 	files, err := res.WritePlot(path)
-	if err != nil || len(files) != 1 {
+	if err != nil || len(files) == 0 || files[0] != path {
 		t.Fatalf("plot: files %v, error %v", files, err)
 	}
-	svg, err := os.ReadFile(files[0])
+	checkLegendOutside(t, path, "network throughput (bytes/ns)", rows)
+}
+
+// checkLegendOutside checks that the SVG at path has the x axis label
+// "time (µs)" and ylabel, and that every legend entry sits right of the x
+// axis' end, outside the data.
+func checkLegendOutside(t *testing.T, path, ylabel string, entries []string) {
+	t.Helper()
+	svg, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,12 +186,12 @@ func checkTimeseriesSVG(t *testing.T, res *Result, rows []string) {
 	if axisLen < 200 {
 		t.Fatalf("no x axis line found in the SVG (longest %g points)", axisLen)
 	}
-	for _, want := range []string{"time (µs)", "network throughput (bytes/ns)"} {
+	for _, want := range []string{"time (µs)", ylabel} {
 		if _, ok := texts[want]; !ok {
-			t.Errorf("plot has no axis label %q; its texts: %v", want, texts)
+			t.Errorf("plot %s has no axis label %q; its texts: %v", path, want, texts)
 		}
 	}
-	for _, r := range rows {
+	for _, r := range entries {
 		x, ok := texts[r]
 		if !ok {
 			t.Errorf("no legend entry %q", r)

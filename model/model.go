@@ -73,6 +73,9 @@ type RunConfig struct {
 	// LaneStats adds the lanes report to a synthetic run's summary.
 	TxRatio   bool `yaml:"tx_ratio,omitempty" json:"tx_ratio,omitempty" doc:"measure, after the warm-up, the mean ratio of every packet's actual to minimum transmission time on the switch channels it leaves by (paper 001 Figure 1; the quantity Trans-t thresholds), reported as tx_ratio in the summary" paper:"001 §3, Figure 1"`
 	LaneStats bool `yaml:"lane_stats,omitempty" json:"lane_stats,omitempty" doc:"tori and meshes: measure transit queue occupation (packets, sampled every microsecond) and channel utilisation per direction and lane after the warm-up, reported as lanes in the summary" paper:"002 §3, Figures 5, 8, 10"`
+	// StageSeries adds the per-stage link utilisation over time to a
+	// synthetic run's summary (multistage networks).
+	StageSeries bool `yaml:"stage_series,omitempty" json:"stage_series,omitempty" doc:"multistage networks: measure, per time bin, the mean utilisation of the host injection links, the up links out of each stage, the down links out of each stage and the links to the hosts, reported as stages in the summary: the congestion tree's growth and collapse" paper:"000 §4.2-4.3 (corner case 2)"`
 	// MaxSourcePackets bounds the packets waiting at the sources, which
 	// grow without bound when the offered load exceeds what the fabric
 	// accepts (Session.RunUntil checks it).

@@ -62,23 +62,43 @@ func (dt *distTable) minimal(s, dst int, buf []int32) []int32 {
 // which shortest-path routing on the switch graph alone may do, since
 // such detours through a lower stage can be as short as the climb.
 //
-// The up port is selected by a base-k digit of the destination host
-// (destination-based d-mod-k, the self-routing of paper 000 §4.1's
-// perfect-shuffle MIN): digit 0 at stage 0 and digit n-i at stage i >= 1,
-// where N = k^n hosts. With the shuffle of topo.MIN a packet for host
-// d = (d_{n-1} ... d_0) climbing with up ports u_0, u_1, ... reaches the
-// top-stage switch (u_0 u_1 ... u_{n-2}) and descends from stage j through
-// port d_{n-j}; the down link it takes out of stage j is therefore named by
-// (d_{n-1-j} ... d_1, u_0 ... u_{j-1}, d_{n-j}). With u_0 = d_0 and
-// u_i = d_{n-i} that name holds every digit of d, so every down link
-// carries the packets of exactly one destination, and uniform traffic
-// loads every link evenly (route tests check both). Selecting digit i at
-// stage i instead, as fabemu did before, sends the k destinations that
-// share a top switch down one of its links and caps uniform traffic near
-// 1/3 of the link rate on 64 hosts (1/4 on 256). When N is not a power of
-// k (paper 000's 512 hosts of 8-port switches) n is the number of whole
-// base-k digits, floor(log_k N); the rule is then the best digit choice
-// (a search over all of them finds none better) but not perfectly even.
+// Among the equal minimal paths the function picks one per destination
+// host d, as a forwarding table does (self-routing on paper 000 §4.1's
+// perfect-shuffle MIN). Write d = D*k + h (leaf switch D of m = N/k, down
+// port h). Climbing, stage 0 takes up port h and stage j >= 1 takes up
+// port u_j, the j-th base-k digit of the fraction D/m (D/m = 0.u_1 u_2 ...
+// in base k). Descending, where a switch has several minimal down ports,
+// it takes the one to d's canonical ancestor: the switch reached from D
+// by climbing with d's own up ports u_0 = h, u_1, u_2, ...
+//
+// Why every down link then carries one destination. With the shuffle of
+// topo.MIN, up port u of switch s leads to switch (k*s + u) mod m, so
+// climbing j stages from leaf S with ports v_0 ... v_{j-1} reaches
+// (S*k^j + v_0 k^(j-1) + ... + v_{j-1}) mod m. For every source whose
+// nearest common ancestor with d is at stage L, the up ports above depend
+// on d alone, so every source of that class reaches the same switch
+// A_L(d) = (S*k^L + h k^(L-1) + u_1 k^(L-2) + ...) mod m, which equals the
+// canonical ancestor (S and D agree in the digits that survive the mod).
+// The descent from A_L(d) passes through A_(L-1)(d), ..., A_1(d) (it is
+// unique where m is a power of k, and takes the canonical child where it
+// is not), so all traffic for d crosses the same down link at every stage
+// boundary, named by (canonical ancestor, its up port on d's path). For
+// m = k^(n-1) (N = k^n) this is d-mod-k with digit 0 at stage 0 and digit
+// n-i at stage i; the name of the link out of stage j holds every digit of
+// d. For paper 000's 512 hosts of 8-port switches (m = 128 = 2*4^3, D is
+// 7 bits) the rule reads D from its top: u_1 = D[6..5], u_2 = D[4..3],
+// u_3 = D[2..1]; the top stage has two minimal down ports and the
+// canonical child restores h's high bit, which the 7-bit switch number
+// dropped on the way up. Reading D from its low digits instead (the rule
+// before) mixed destinations on the down links and loaded the busiest
+// link with 1.94x the link rate under uniform traffic.
+//
+// The busiest link under uniform load is then a link into a leaf switch,
+// carrying the packets of one destination from the N-k hosts off its
+// leaf: (N-k)/(N-1) of the link rate when every host injects at the link
+// rate. No routing does better: the k links into a leaf carry everything
+// the N-k other hosts send to its k hosts, k(N-k)/(N-1) in total. The
+// route tests check the bound on every MIN size a preset uses.
 func newMINEscape(t *topo.Topology) *upDown {
 	levels := make([]int, t.NumSwitches())
 	for s, sw := range t.Switches {
@@ -86,42 +106,39 @@ func newMINEscape(t *topo.Topology) *upDown {
 	}
 	u := buildUpDown(t, levels)
 	u.desc = "min (up*/down* by stage, d-mod-k)"
-	u.divs = minDigitDivisors(t.NumHosts(), t.Switches[0].Ports/2, t.Stages)
+	u.minUp, u.minCanon = minRoutingTable(t)
 	return u
 }
 
-// minDigitDivisors returns, per stage, the power of k by which the
-// destination host is divided before taking it modulo the number of
-// candidates (see newMINEscape): k^0 at stage 0 and k^(n-i) at stage
-// i >= 1 with n = floor(log_k hosts), wrapping round the n digits on
-// stages beyond the ones needed. The last stage only goes down; when N is
-// not a power of k it can have several down paths to a host, and it
-// selects by the partial top digit, floor(d / k^n).
-func minDigitDivisors(hosts, k, stages int) []int {
-	n := 0
-	for span := k; span <= hosts && k > 1; span *= k {
-		n++
-	}
-	pow := func(e int) int {
-		d := 1
-		for ; e > 0; e-- {
-			d *= k
+// minRoutingTable returns, per stage j and destination host d (index
+// j*N + d), the up port d's packets take at stage j and d's canonical
+// ancestor at stage j (see newMINEscape).
+func minRoutingTable(t *topo.Topology) (up []int8, canon []int32) {
+	n := t.NumHosts()
+	k := t.Switches[0].Ports / 2
+	m := n / k
+	up = make([]int8, t.Stages*n)
+	canon = make([]int32, t.Stages*n)
+	for d, h := range t.Hosts {
+		s := h.At.Switch // stage 0: switch index = leaf number D
+		rem := s
+		for j := 0; j < t.Stages; j++ {
+			canon[j*n+d] = int32(s)
+			digit := h.At.Port
+			if j > 0 {
+				rem *= k
+				digit = rem / m
+				rem %= m
+			}
+			up[j*n+d] = int8(digit)
+			pr, ok := t.Peer(s, k+digit)
+			if !ok {
+				break
+			}
+			s = pr.Switch
 		}
-		return d
 	}
-	divs := make([]int, stages)
-	for st := range divs {
-		digit := 0
-		switch {
-		case st == 0 || n == 0:
-		case st == stages-1:
-			digit = n
-		default:
-			digit = ((n-st)%n + n) % n
-		}
-		divs[st] = pow(digit)
-	}
-	return divs
+	return up, canon
 }
 
 // upDown is up*/down* routing (Autonet; the escape function of paper 004
@@ -139,7 +156,10 @@ type upDown struct {
 	distDown []uint16 // [dst*n+s]
 	distAny  []uint16 // [dst*n+s]
 	desc     string
-	divs     []int // MIN: per stage, the divisor that selects the destination digit; nil elsewhere
+	// MIN (newMINEscape): per stage*hosts + destination host, the up port
+	// digit and the canonical ancestor switch; nil elsewhere.
+	minUp    []int8
+	minCanon []int32
 }
 
 // newUpDown orients links by BFS level from root (Autonet).
@@ -260,15 +280,39 @@ func (u *upDown) next(s, inPort, inVL int, inEscape bool, dst, dstHost int) (int
 		panic(fmt.Sprintf("route: %s has no legal path from switch %d to switch %d (down phase %v)", u.desc, s, dst, downPhase))
 	}
 	// Spread destination hosts over equal-length legal paths, as a
-	// forwarding table built per destination would: on a MIN by the base-k
-	// digit of the host that newMINEscape assigns to this stage (d-mod-k),
-	// so every down link carries one destination; elsewhere by the host
-	// modulo the choices.
-	pick := dstHost
-	if u.divs != nil {
-		pick /= u.divs[u.t.Switches[s].Stage]
+	// forwarding table built per destination would: on a MIN by the table
+	// of newMINEscape (d's up port at this stage, or the down port to d's
+	// canonical ancestor), so every down link carries one destination;
+	// elsewhere by the host modulo the choices.
+	if u.minUp != nil {
+		if p, ok := u.minPort(s, dstHost, cands); ok {
+			return p, 0
+		}
 	}
-	return cands[pick%len(cands)], 0
+	return cands[dstHost%len(cands)], 0
+}
+
+// minPort returns the candidate newMINEscape's table names for dstHost at
+// switch s, if it is among cands.
+func (u *upDown) minPort(s, dstHost int, cands []int) (int, bool) {
+	nh := u.t.NumHosts()
+	st := u.t.Switches[s].Stage
+	k := u.t.Switches[s].Ports / 2
+	for _, p := range cands {
+		if p >= k {
+			if p == k+int(u.minUp[st*nh+dstHost]) {
+				return p, true
+			}
+			continue
+		}
+		if st == 0 {
+			continue
+		}
+		if pr, _ := u.t.Peer(s, p); pr.Switch == int(u.minCanon[(st-1)*nh+dstHost]) {
+			return p, true
+		}
+	}
+	return 0, false
 }
 
 // cube routes on k-ary n-cubes. Dimension order: correct dimension 0

@@ -33,6 +33,11 @@ type Series struct {
 type Bar struct {
 	Label string
 	Value float64
+	// Range draws an error bar from Low to High over the bar (e.g. the
+	// minimum and maximum over several runs whose mean is Value); the
+	// value label then sits above the error bar.
+	Range     bool
+	Low, High float64
 }
 
 // LegendPosition places a plot's legend. Every position with a legend
@@ -212,6 +217,12 @@ func BarPlot(path, title, ylabel string, bars []Bar, opts PlotOptions) error {
 		values[i] = b.Value
 		labels[i] = b.Label
 		lo, hi = min(lo, b.Value), max(hi, b.Value)
+		if b.Range {
+			if bad := [2]float64{b.Low, b.High}; math.IsNaN(bad[0]) || math.IsNaN(bad[1]) || math.IsInf(bad[0], 0) || math.IsInf(bad[1], 0) || b.Low > b.Value || b.High < b.Value {
+				return fmt.Errorf("report: plot %s: bar %d (%q): range %v..%v must be finite and hold the value %v", path, i+1, b.Label, b.Low, b.High, b.Value)
+			}
+			lo, hi = min(lo, b.Low), max(hi, b.High)
+		}
 		longest = max(longest, textWidth(b.Label))
 	}
 
@@ -235,6 +246,9 @@ func BarPlot(path, title, ylabel string, bars []Bar, opts PlotOptions) error {
 		}
 		base.Width = vg.Points(0.75)
 		p.Add(base)
+	}
+	if err := addRanges(p, bars); err != nil {
+		return fmt.Errorf("report: plot %s: %w", path, err)
 	}
 	if err := addValueLabels(p, bars); err != nil {
 		return fmt.Errorf("report: plot %s: %w", path, err)
@@ -267,12 +281,47 @@ func BarPlot(path, title, ylabel string, bars []Bar, opts PlotOptions) error {
 	return savePlot(p, path, format, opts)
 }
 
+// addRanges draws the error bars of the bars that have a range.
+func addRanges(p *plot.Plot, bars []Bar) error {
+	var pts errorPoints
+	for i, b := range bars {
+		if b.Range {
+			pts = append(pts, errorPoint{x: float64(i), y: b.Value, low: b.Value - b.Low, high: b.High - b.Value})
+		}
+	}
+	if len(pts) == 0 {
+		return nil
+	}
+	eb, err := plotter.NewYErrorBars(pts)
+	if err != nil {
+		return err
+	}
+	eb.LineStyle.Width = vg.Points(1)
+	eb.CapWidth = vg.Points(8)
+	p.Add(eb)
+	return nil
+}
+
+// errorPoint is a bar's value and its distances to the range ends.
+type errorPoint struct{ x, y, low, high float64 }
+
+type errorPoints []errorPoint
+
+func (e errorPoints) Len() int                        { return len(e) }
+func (e errorPoints) XY(i int) (float64, float64)     { return e[i].x, e[i].y }
+func (e errorPoints) YError(i int) (float64, float64) { return e[i].low, e[i].high }
+
 // addValueLabels prints each bar's value just above it (below it for a
-// negative value).
+// negative value), above the top of its range if it has one.
 func addValueLabels(p *plot.Plot, bars []Bar) error {
 	var up, down plotter.XYLabels
 	for i, b := range bars {
 		xy := plotter.XY{X: float64(i), Y: b.Value}
+		if b.Range && b.Value >= 0 {
+			xy.Y = b.High
+		} else if b.Range {
+			xy.Y = b.Low
+		}
 		l := FormatFloat(b.Value, 4)
 		if b.Value >= 0 {
 			up.XYs, up.Labels = append(up.XYs, xy), append(up.Labels, l)

@@ -165,8 +165,8 @@ func TestLinePlotErrors(t *testing.T) {
 func TestBarPlot(t *testing.T) {
 	dir := t.TempDir()
 	bars := []Bar{
-		{"torus DOR", 1234567}, {"torus adaptive 256 KB", 987654},
-		{"fat tree", 876543.2}, {"irregular 16 switches", 1.5e6},
+		{Label: "torus DOR", Value: 1234567}, {Label: "torus adaptive 256 KB", Value: 987654},
+		{Label: "fat tree", Value: 876543.2}, {Label: "irregular 16 switches", Value: 1.5e6},
 	}
 	svg := filepath.Join(dir, "exec.svg")
 	if err := BarPlot(svg, "Trace execution time", "execution time (ms)", bars, PlotOptions{}); err != nil {
@@ -180,10 +180,10 @@ func TestBarPlot(t *testing.T) {
 	checkPNG(t, pngPath, 800, 500)
 
 	for i, bs := range [][]Bar{
-		{{"only", 3}},
-		{{"zero", 0}},
-		{{"up", 3}, {"down", -1.5}},
-		{{"a", 1}, {"b", 2}},
+		{{Label: "only", Value: 3}},
+		{{Label: "zero", Value: 0}},
+		{{Label: "up", Value: 3}, {Label: "down", Value: -1.5}},
+		{{Label: "a", Value: 1}, {Label: "b", Value: 2}},
 	} {
 		path := filepath.Join(dir, fmt.Sprintf("b%d.svg", i))
 		if err := BarPlot(path, "", "v", bs, PlotOptions{YMax: new(10.0)}); err != nil {
@@ -191,6 +191,37 @@ func TestBarPlot(t *testing.T) {
 			continue
 		}
 		checkSVG(t, path)
+	}
+}
+
+// TestBarPlotRanges: bars with a range get an error bar (drawn as extra
+// paths), the axis reaches the top of the range, and the value label
+// sits above it.
+func TestBarPlotRanges(t *testing.T) {
+	dir := t.TempDir()
+	plain := []Bar{{Label: "DET", Value: 4}, {Label: "Adap-OOO", Value: 3}}
+	ranged := []Bar{{Label: "DET", Value: 4, Range: true, Low: 3.5, High: 37}, {Label: "Adap-OOO", Value: 3, Range: true, Low: 1, High: 5}}
+	count := func(bars []Bar) (int, string) {
+		path := filepath.Join(dir, "r.svg")
+		if err := BarPlot(path, "t", "time (ms)", bars, PlotOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(b), "<path"), string(b)
+	}
+	n0, svg0 := count(plain)
+	n1, svg1 := count(ranged)
+	// Two error bars: a vertical line and two caps each.
+	if n1 < n0+2 {
+		t.Errorf("%d paths with ranges, %d without: want the error bars drawn", n1, n0)
+	}
+	// The y axis of the ranged plot reaches the top of DET's range (37):
+	// a tick at 40 exists there and not on the plain plot (max 4).
+	if !strings.Contains(svg1, ">40<") || strings.Contains(svg0, ">40<") {
+		t.Errorf("the y axis does not follow the range tops")
 	}
 }
 
@@ -203,11 +234,13 @@ func TestBarPlotErrors(t *testing.T) {
 		opts PlotOptions
 		want string
 	}{
-		{"extension", "b.jpg", []Bar{{"a", 1}}, PlotOptions{}, "unsupported file extension"},
+		{"extension", "b.jpg", []Bar{{Label: "a", Value: 1}}, PlotOptions{}, "unsupported file extension"},
 		{"no bars", "b.svg", nil, PlotOptions{}, "no bars"},
-		{"NaN", "b.png", []Bar{{"a", 1}, {"b", math.NaN()}}, PlotOptions{}, `bar 2 ("b") has value NaN`},
-		{"log", "b.svg", []Bar{{"a", 1}}, PlotOptions{LogY: true}, "log scale is not supported"},
-		{"limits", "b.svg", []Bar{{"a", 1}}, PlotOptions{YMin: new(5.0), YMax: new(1.0)}, "not below maximum"},
+		{"NaN", "b.png", []Bar{{Label: "a", Value: 1}, {Label: "b", Value: math.NaN()}}, PlotOptions{}, `bar 2 ("b") has value NaN`},
+		{"log", "b.svg", []Bar{{Label: "a", Value: 1}}, PlotOptions{LogY: true}, "log scale is not supported"},
+		{"limits", "b.svg", []Bar{{Label: "a", Value: 1}}, PlotOptions{YMin: new(5.0), YMax: new(1.0)}, "not below maximum"},
+		{"range below value", "b.svg", []Bar{{Label: "a", Value: 1, Range: true, Low: 2, High: 3}}, PlotOptions{}, `bar 1 ("a"): range 2..3 must be finite and hold the value 1`},
+		{"range NaN", "b.svg", []Bar{{Label: "a", Value: 1, Range: true, Low: 0, High: math.NaN()}}, PlotOptions{}, "must be finite"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

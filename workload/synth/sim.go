@@ -58,7 +58,10 @@ type Summary struct {
 	// Lanes is the transit queue occupation and channel utilisation per
 	// torus direction and lane (run.lane_stats; paper 002 Figures 5, 8, 10).
 	Lanes *fabric.LaneReport `json:"lanes,omitempty"`
-	Run   *model.RunInfo     `json:"run,omitempty"`
+	// Stages is the link utilisation per stage and time bin of a
+	// multistage network (run.stage_series; paper 000's congestion tree).
+	Stages *StageSeries   `json:"stages,omitempty"`
+	Run    *model.RunInfo `json:"run,omitempty"`
 	// Drain is what the drain after the sources stopped found
 	// (run.drain); absent without one.
 	Drain *Drain `json:"drain,omitempty"`
@@ -112,6 +115,12 @@ func RunSim(cfg model.SimConfig, progress model.Progress) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	var stages *StageSeries
+	if cfg.Run.StageSeries {
+		if stages, err = measureStages(s.Eng, s.Fabric, s.Topo, s.Metrics.BinWidth, end); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Run.LaneStats {
 		s.Fabric.MeasureLanes(cfg.Run.Warmup, des.Microsecond)
 	}
@@ -147,6 +156,7 @@ func RunSim(cfg model.SimConfig, progress model.Progress) (*Summary, error) {
 	if mean, n, ok := s.Fabric.TransmissionRatio(); ok && cfg.Run.TxRatio {
 		sum.TxRatio = &TxRatio{Mean: mean, Samples: n}
 	}
+	sum.Stages = stages
 	sum.Run = &model.RunInfo{WallSeconds: wall, Events: s.Eng.Fired(),
 		EventsPerSecond:           float64(s.Eng.Fired()) / wall,
 		DeliveredPacketsPerSecond: float64(s.Fabric.Stats.Delivered) / wall,
