@@ -740,15 +740,7 @@ func (f *Fabric) grant(s *Switch, ii int32, qi int, c route.Candidate) {
 	ip.queued--
 	ip.xbarBusy = true
 	f.markReady(ip)
-	p.VL = int8(c.VL)
-	p.Hops++
-	f.Stats.Grants++
-	if c.Escape {
-		f.Stats.EscapeGrants++
-	} else {
-		f.Stats.AdaptiveGrants++
-	}
-	f.progress++
+	f.granted(p, c)
 	oi := s.out[c.Port]
 	ip.xbarTo = oi
 	f.arch.forward(ii, oi, p, int(c.VL))
@@ -839,18 +831,7 @@ func (f *Fabric) transmit(oi int32) {
 			return // the physical link is another virtual channel's
 		}
 	}
-	var p *Packet
-	if f.dl != nil {
-		p = f.dl.reinjection(o) // a node's absorbed packets go first
-	}
-	reinject := p != nil
-	switch {
-	case reinject:
-	case f.injp == nil:
-		p = f.ep.Peek(int(o.host))
-	default:
-		p = f.peekHost(o)
-	}
+	p, reinject := f.nextInjection(o)
 	if p == nil {
 		return
 	}
@@ -915,4 +896,33 @@ func (f *Fabric) creditArrive(oi int32, vl int, blocks int32) {
 	if o.sw >= 0 {
 		f.alloc.arbitrate(&f.sw[o.sw])
 	}
+}
+
+// granted counts a switch's grant of candidate c to packet p, which then
+// travels on c's lane (both switching techniques).
+func (f *Fabric) granted(p *Packet, c route.Candidate) {
+	p.VL = int8(c.VL)
+	p.Hops++
+	f.Stats.Grants++
+	if c.Escape {
+		f.Stats.EscapeGrants++
+	} else {
+		f.Stats.AdaptiveGrants++
+	}
+	f.progress++
+}
+
+// nextInjection returns the packet host port o injects next, and whether
+// it is a packet that deadlock recovery absorbed at this node (those go
+// before the node's own), or nil when nothing waits.
+func (f *Fabric) nextInjection(o *outPort) (p *Packet, reinject bool) {
+	if f.dl != nil {
+		if p = f.dl.reinjection(o); p != nil {
+			return p, true
+		}
+	}
+	if f.injp == nil {
+		return f.ep.Peek(int(o.host)), false
+	}
+	return f.peekHost(o), false
 }

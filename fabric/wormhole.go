@@ -290,15 +290,7 @@ func (w *wormhole) allocate(li int32) bool {
 	wo := &w.outs[oi]
 	wo.state[cand.VL], wo.from[cand.VL] = vcBound, li
 	l.to, l.toVL = oi, int8(cand.VL)
-	p.VL = int8(cand.VL)
-	p.Hops++
-	f.Stats.Grants++
-	if cand.Escape {
-		f.Stats.EscapeGrants++
-	} else {
-		f.Stats.AdaptiveGrants++
-	}
-	f.progress++
+	f.granted(p, cand)
 	w.try(oi)
 	return true
 }
@@ -407,18 +399,7 @@ func (w *wormhole) try(oi int32) {
 func (w *wormhole) inject(oi int32) {
 	f := w.f
 	o := &f.out[oi]
-	var p *Packet
-	if f.dl != nil {
-		p = f.dl.reinjection(o) // a node's absorbed packets go first
-	}
-	reinject := p != nil
-	switch {
-	case reinject:
-	case f.injp == nil:
-		p = f.ep.Peek(int(o.host))
-	default:
-		p = f.peekHost(o)
-	}
+	p, reinject := f.nextInjection(o)
 	if p == nil {
 		return
 	}
