@@ -64,6 +64,8 @@ type wormhole struct {
 	Flits uint64
 	cands []route.Candidate
 	room  whRoomer
+	// sweeping: a txSweep is scheduled.
+	sweeping bool
 }
 
 // whLane is one lane of an input buffer (switch input or NIC reception).
@@ -100,10 +102,11 @@ type whOut struct {
 // wormhole event kinds (from opArch on: the only architecture wormhole
 // runs on, iq, has no events of its own)
 const (
-	opWhFlit   = opArch + iota // A: in-port, vl; Ref: the packet for a head flit. A flit arrived.
-	opWhRoute                  // A: in-port, vl. The head's routing delay passed.
-	opWhSlot                   // A: out-port. The link finished a flit.
-	opWhCredit                 // A: out-port, vl, blocks: flits; Ref non-nil for the tail's credit.
+	opWhFlit    = opArch + iota // A: in-port, vl; Ref: the packet for a head flit. A flit arrived.
+	opWhRoute                   // A: in-port, vl. The head's routing delay passed.
+	opWhSlot                    // A: out-port. The link finished a flit.
+	opWhCredit                  // A: out-port, vl, blocks: flits; Ref non-nil for the tail's credit.
+	opWhTxSweep                 // Trans-t's periodic transmission-time ratio (txSweep).
 )
 
 func newWormhole(f *Fabric) *wormhole {
@@ -155,6 +158,8 @@ func (w *wormhole) handle(kind int, a int32, vl, n int, ref any) {
 		w.try(a)
 	case opWhCredit:
 		w.credit(a, vl, int32(n), ref != nil)
+	case opWhTxSweep:
+		w.txSweep()
 	}
 }
 
@@ -447,6 +452,12 @@ func (w *wormhole) send(oi int32, vl int) {
 	}
 	w.Flits++
 	f.progress++
+	if f.tt != nil && o.sw >= 0 {
+		if !w.sweeping {
+			w.sweeping = true
+			f.eng.After(txWindowFlits*w.flit, f, packOp(opWhTxSweep, 0, 0), 0, nil)
+		}
+	}
 	if f.lanes != nil {
 		f.lanes.record(oi, vl, now, now+w.flit)
 	}
@@ -492,7 +503,9 @@ func (w *wormhole) send(oi int32, vl int) {
 // recordTx is the transmission-time measurement of paper 001 §3 under
 // wormhole: when lane l's tail flit is sent on out-port oi at now, the
 // time from its head's arrival at this switch to its tail leaving the
-// link, over the minimum, the packet's flits times the flit time.
+// link, over the minimum, the packet's flits times the flit time (Figure
+// 1's quantity and the channel's last ratio; the congestion mark comes
+// from the periodic txSweep).
 func (w *wormhole) recordTx(oi int32, o *outPort, l *whLane, now des.Time) {
 	t := w.f.tt
 	if o.sw < 0 {
@@ -503,8 +516,57 @@ func (w *wormhole) recordTx(oi int32, o *outPort, l *whLane, now des.Time) {
 	t.ratio[oi] = float32(r)
 	t.at[oi] = now
 	t.mean.add(now, r)
-	if t.threshold > 0 && r > t.threshold {
-		t.markedAt[oi] = now
+}
+
+// txWindowFlits is the period of Trans-t's ratio under wormhole, in flit
+// times: paper 001 §3, "this ratio is computed periodically, every time
+// the time required to transfer a given number of flits (for instance 8
+// flits) has elapsed".
+const txWindowFlits = 8
+
+// txSweep is the periodic transmission-time ratio of paper 001 §3 under
+// wormhole. The actual transmission time is "the elapsed time between the
+// arrival of a message header to the node and the transmission of its
+// tail flit", the minimum "the product of message size and the time
+// required to transfer one flit", and "to make the mechanism independent
+// on message length, this ratio is computed periodically". Every
+// txWindowFlits flit times, each lane of a switch channel that carries a
+// worm has the ratio of the time since the worm's header arrived at this
+// switch to the minimum time of the flits it has sent on so far (one, if
+// none yet): a worm moving at the link's rate stays near 1, one sharing
+// the channel with v-1 others near v, a blocked one grows with the time
+// it is blocked. A channel one of whose lanes exceeds u1 is marked
+// congested. The tail-time ratio (recordTx) no longer marks: a blocked
+// worm's tail may not leave for a long time. The sweep re-arms itself
+// while any switch lane carries a worm.
+func (w *wormhole) txSweep() {
+	f := w.f
+	t := f.tt
+	now := f.eng.Now()
+	busy := false
+	for oi := range w.outs {
+		wo := &w.outs[oi]
+		if f.out[oi].sw < 0 {
+			continue
+		}
+		worst := 0.0
+		for vl, st := range wo.state {
+			li := wo.from[vl]
+			if st != vcBound || li < 0 || w.lanes[li].pkt == nil {
+				continue
+			}
+			busy = true
+			l := &w.lanes[li]
+			r := float64(now-l.headAt) / float64(des.Time(max(l.out, 1))*w.flit)
+			worst = max(worst, r)
+		}
+		if t.threshold > 0 && worst > t.threshold {
+			t.markedAt[oi] = now
+		}
+	}
+	w.sweeping = busy
+	if busy {
+		f.eng.After(txWindowFlits*w.flit, f, packOp(opWhTxSweep, 0, 0), 0, nil)
 	}
 }
 
