@@ -291,3 +291,59 @@ func TestWormholeEscapeStays(t *testing.T) {
 	}
 	runRandom(t, n, 3, 150)
 }
+
+// TestWormholeTransTMarksBlockedWorm: Trans-t's ratio under wormhole is
+// taken every 8 flit times from the header's arrival (paper 001 §3), so a
+// worm blocked downstream marks the channel it holds while its tail has
+// not left. Host 2's 16-flit messages cross the link from switch 1 to
+// switch 0 towards host 0, whose reception is held: the first worm fills
+// host 0's lane and switch 0's input lane (4 flits each) and stops with
+// about 8 of its flits sent on the link. Its ratio, (time since its head
+// arrived) / (flits sent x flit time), passes u1 = 4 some 32 flit times
+// after the head arrived; the sweep marks the channel at the next multiple
+// of 8 cycles. Without the hold the same message moves at the link's rate
+// (ratio about 1) and nothing is marked.
+func TestWormholeTransTMarksBlockedWorm(t *testing.T) {
+	cycle := 100 * des.Nanosecond
+	for _, held := range []bool{false, true} {
+		tp, err := Line(2, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := Build("line2", tp, cycleConfig(), route.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.F.MeasureTransmissionTimes(4)
+		if held {
+			n.F.HoldReception(0)
+		}
+		n.EP.Send(2, 0, 256)
+		marked := func() (des.Time, bool) {
+			for port := 0; port < 4; port++ {
+				if at, ok := n.F.ChannelMarked(2, port); ok {
+					return at, true
+				}
+			}
+			return 0, false
+		}
+		n.Eng.RunUntil(20 * cycle)
+		if _, ok := marked(); ok {
+			t.Errorf("held %v: a channel marked within 20 cycles, before any worm waited 4 times its minimum", held)
+		}
+		n.Eng.RunUntil(100 * cycle)
+		at, ok := marked()
+		switch {
+		case !held && ok:
+			t.Errorf("a lone message moving at the link's rate marked its channel at %v", at)
+		case held && !ok:
+			t.Error("a worm blocked for 100 cycles did not mark the channel it holds")
+		}
+		if held {
+			t.Logf("blocked worm: channel last marked at cycle %d", at/cycle)
+		}
+		if err := n.Invariants(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
