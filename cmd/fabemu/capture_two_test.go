@@ -2,17 +2,13 @@ package main
 
 import (
 	"bytes"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/fabemu/fabemu/internal/netnsutil"
 	"github.com/fabemu/fabemu/internal/privtest"
 )
 
@@ -28,22 +24,8 @@ func TestTwoCapturesOnOneInterface(t *testing.T) {
 	privtest.Require(t, "network namespaces and eBPF")
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	id := fmt.Sprint(os.Getpid() % 100000)
-	nsA, nsB, devA, devB := "f2c-"+id+"-a", "f2c-"+id+"-b", "f2ca"+id, "f2cb"+id
-	cleanupNamespaces(t, []string{nsA, nsB})
-	sh := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	for _, ns := range []string{nsA, nsB} {
-		if err := netnsutil.Create(ns); err != nil {
-			t.Fatal(err)
-		}
-		sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
-	}
-	sh("ip", "link", "add", devA, "netns", nsA, "type", "veth", "peer", "name", devB, "netns", nsB)
+	nsA, nsB, devA, devB := vethBetweenNamespaces(t, "f2c", "f2c")
+	sh := func(args ...string) { t.Helper(); runOrFail(t, args...) }
 	sh("ip", "-n", nsA, "addr", "add", "10.247.0.1/24", "dev", devA)
 	sh("ip", "-n", nsB, "addr", "add", "10.247.0.2/24", "dev", devB)
 	sh("ip", "-n", nsA, "link", "set", devA, "up")

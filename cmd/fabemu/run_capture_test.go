@@ -32,23 +32,10 @@ func TestDaemonBackgroundCapture(t *testing.T) {
 	privtest.Require(t, "TAP devices, network namespaces and eBPF")
 	bin := buildBinary(t)
 	dir := t.TempDir()
+	// No IPv6 and static neighbours: only the burst crosses the veth.
+	nsA, nsB, devA, devB := vethBetweenNamespaces(t, "fc", "fcv")
 	id := fmt.Sprint(os.Getpid() % 100000)
-	nsA, nsB, devA, devB := "fc-"+id+"-a", "fc-"+id+"-b", "fcva"+id, "fcvb"+id
-	cleanupNamespaces(t, []string{nsA, nsB})
-	sh := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	for _, ns := range []string{nsA, nsB} {
-		if err := netnsutil.Create(ns); err != nil {
-			t.Fatal(err)
-		}
-		// No IPv6 and static neighbours: only the burst crosses the veth.
-		sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
-	}
-	sh("ip", "link", "add", devA, "netns", nsA, "type", "veth", "peer", "name", devB, "netns", nsB)
+	sh := func(args ...string) { t.Helper(); runOrFail(t, args...) }
 	ipA, ipB := netip.MustParseAddr("10.248.0.1"), netip.MustParseAddr("10.248.0.2")
 	for _, e := range []struct{ ns, dev, mac, ip, peerIP, peerMAC string }{
 		{nsA, devA, "02:fd:00:00:00:01", ipA.String(), ipB.String(), "02:fd:00:00:00:02"},

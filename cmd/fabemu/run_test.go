@@ -129,6 +129,33 @@ func cleanupNamespaces(t *testing.T, nss []string) {
 	})
 }
 
+// runOrFail runs a command and fails the test with its output if it fails.
+func runOrFail(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// vethBetweenNamespaces creates two namespaces named prefix-ID-a and
+// prefix-ID-b without IPv6 (only the test's traffic crosses), removed when
+// the test ends, and a veth pair devPrefix+"a"+ID / devPrefix+"b"+ID
+// between them, down and without addresses.
+func vethBetweenNamespaces(t *testing.T, prefix, devPrefix string) (nsA, nsB, devA, devB string) {
+	t.Helper()
+	id := fmt.Sprint(os.Getpid() % 100000)
+	nsA, nsB, devA, devB = prefix+"-"+id+"-a", prefix+"-"+id+"-b", devPrefix+"a"+id, devPrefix+"b"+id
+	cleanupNamespaces(t, []string{nsA, nsB})
+	for _, ns := range []string{nsA, nsB} {
+		if err := netnsutil.Create(ns); err != nil {
+			t.Fatal(err)
+		}
+		runOrFail(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+	}
+	runOrFail(t, "ip", "link", "add", devA, "netns", nsA, "type", "veth", "peer", "name", devB, "netns", nsB)
+	return nsA, nsB, devA, devB
+}
+
 func pingOnce(t *testing.T, ns, addr string) {
 	t.Helper()
 	out, err := exec.Command("ip", "netns", "exec", ns, "ping", "-n", "-c", "2", "-i", "0.1", "-W", "2", addr).CombinedOutput()
