@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -39,27 +36,8 @@ func dryRunEstimate(t *testing.T, bin string, args ...string) float64 {
 // 5.9 MiB of a 37 MiB run).
 func peakRSS(t *testing.T, bin string, args ...string) float64 {
 	t.Helper()
-	js := filepath.Join(t.TempDir(), "run.json")
-	out, err := exec.Command(bin, append(append([]string{"sim"}, args...), "--json", js)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %v\n%s", args, err, out)
-	}
-	b, err := os.ReadFile(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum struct {
-		Run struct {
-			PeakRSSBytes int64 `json:"peak_rss_bytes"`
-		} `json:"run"`
-	}
-	if err := json.Unmarshal(b, &sum); err != nil {
-		t.Fatalf("%v: %v", args, err)
-	}
-	if sum.Run.PeakRSSBytes <= 0 {
-		t.Skip("the run reported no peak resident set (no /proc/self/status VmHWM here)")
-	}
-	return float64(sum.Run.PeakRSSBytes)
+	rss, _ := runPeak(t, bin, append([]string{"sim"}, args...)...)
+	return float64(rss)
 }
 
 // TestMemoryEstimateMatchesPresets runs every preset for a short window

@@ -21,6 +21,19 @@ func (r *Router) UniformLinkLoads() (map[topo.PortRef]float64, error) {
 		return load, nil
 	}
 	share := 1 / float64(n-1)
+	err := r.WalkEscapePaths(func(_, _ int, l topo.PortRef) { load[l] += share })
+	if err != nil {
+		return nil, err
+	}
+	return load, nil
+}
+
+// WalkEscapePaths follows the escape path of every ordered pair of
+// distinct hosts and calls visit for each directed switch-to-switch link
+// (switch, output port) the path from src to dst takes.
+func (r *Router) WalkEscapePaths(visit func(src, dst int, l topo.PortRef)) error {
+	t := r.t
+	n := t.NumHosts()
 	var buf []Candidate
 	for src := 0; src < n; src++ {
 		for dst := 0; dst < n; dst++ {
@@ -32,20 +45,20 @@ func (r *Router) UniformLinkLoads() (map[topo.PortRef]float64, error) {
 			inVL := 0
 			for hops := 0; s != dsw; hops++ {
 				if hops > t.NumSwitches() {
-					return nil, fmt.Errorf("route: host %d -> host %d does not arrive within %d hops", src, dst, hops)
+					return fmt.Errorf("route: host %d -> host %d does not arrive within %d hops", src, dst, hops)
 				}
 				buf = r.Candidates(s, inPort, inVL, dst, buf)
 				c, ok := escapeCandidate(buf)
 				if !ok {
-					return nil, fmt.Errorf("route: host %d -> host %d: switch %d offers no escape candidate", src, dst, s)
+					return fmt.Errorf("route: host %d -> host %d: switch %d offers no escape candidate", src, dst, s)
 				}
-				load[topo.PortRef{Switch: s, Port: int(c.Port)}] += share
+				visit(src, dst, topo.PortRef{Switch: s, Port: int(c.Port)})
 				pr, _ := t.Peer(s, int(c.Port))
 				s, inPort, inVL = pr.Switch, pr.Port, int(c.VL)
 			}
 		}
 	}
-	return load, nil
+	return nil
 }
 
 func escapeCandidate(cs []Candidate) (Candidate, bool) {
