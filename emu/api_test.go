@@ -100,6 +100,7 @@ func histStatus() (*Status, error) {
 	st.Pacer.ExcessLagBuckets = lag.Buckets(des.LagBounds)
 	st.Fabric.LatencyBuckets = lat.Buckets(LatencyBounds)
 	st.Pacer.InvalidByCause = map[string]uint64{des.CauseBehind: 2}
+	st.Hosts = append(st.Hosts, HostStatus{TAP: "vm0", Peer: &PeerStatus{Attached: true, Attachments: 2}})
 	return st, nil
 }
 
@@ -158,7 +159,7 @@ func TestCollector(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"fabemu_tap_frames_total", "fabemu_lag_seconds", "fabemu_conn_reordered_frames_total", "fabemu_fabric_latency_seconds", "fabemu_realtime_invalid_intervals_by_cause_total"} {
+	for _, want := range []string{"fabemu_tap_frames_total", "fabemu_lag_seconds", "fabemu_conn_reordered_frames_total", "fabemu_fabric_latency_seconds", "fabemu_realtime_invalid_intervals_by_cause_total", "fabemu_vm_attached", "fabemu_vm_attachments_total"} {
 		if !names[want] {
 			t.Errorf("metric %s missing (have %v)", want, names)
 		}

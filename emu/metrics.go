@@ -16,6 +16,7 @@ type Collector struct {
 	nicRatio, nicRatioAfter, simSeconds, outstanding *prometheus.Desc
 	capFrames, capDropped                            *prometheus.Desc // bgcapture.go
 	egressHolds, egressHeld, egressBacklog           *prometheus.Desc // egress.go
+	vmAttached, vmAttachments                        *prometheus.Desc // qemu-socket ports
 	wakeLag, excessLag, validFraction, behind        *prometheus.Desc
 	invalidCause, invalidStage, dilation, raises     *prometheus.Desc
 }
@@ -55,6 +56,8 @@ func NewCollector(status StatusFunc) *Collector {
 		egressHolds:   d("tap_egress_holds_total", "Times a TAP's writer queue was full, so its NIC held reception and the fabric backed up (lossless egress).", "tap"),
 		egressHeld:    d("tap_egress_held_seconds_total", "Wall time a TAP's NIC held reception for its writer.", "tap"),
 		egressBacklog: d("tap_egress_backlog_frames", "Frames delivered to a TAP and waiting for room in its writer queue.", "tap"),
+		vmAttached:    d("vm_attached", "1 while a VM's QEMU is attached to a qemu-socket port, 0 while frames for it are refused (no_peer).", "tap"),
+		vmAttachments: d("vm_attachments_total", "VM peers that attached to a qemu-socket port since the daemon started (a guest's restart attaches again).", "tap"),
 		capFrames:     d("background_capture_frames_total", "Frames of background.capture by stage: matched, captured (into the ring buffer), read, submitted (to the model), late (after the model stopped), sent (into the fabric), local, unmapped, unplaced.", "iface", "stage"),
 		capDropped:    d("background_capture_ring_dropped_frames_total", "Frames of background.capture the ring buffer had no room for (counted by the kernel).", "iface"),
 	}
@@ -66,7 +69,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.accepted, c.packets, c.latency, c.simSeconds, c.lag, c.intervals, c.invalid,
 		c.connFrames, c.connReordered, c.connRatio, c.nicRatio, c.nicRatioAfter, c.capFrames, c.capDropped,
 		c.egressHolds, c.egressHeld, c.egressBacklog, c.wakeLag, c.excessLag, c.validFraction, c.behind,
-		c.invalidCause, c.invalidStage, c.dilation, c.raises} {
+		c.invalidCause, c.invalidStage, c.dilation, c.raises, c.vmAttached, c.vmAttachments} {
 		ch <- d
 	}
 }
@@ -104,6 +107,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.egressHolds, float64(h.EgressHolds), h.TAP)
 		counter(c.egressHeld, h.EgressHeldSeconds, h.TAP)
 		gauge(c.egressBacklog, float64(h.EgressBacklog), h.TAP)
+		if h.Peer != nil {
+			attached := 0.0
+			if h.Peer.Attached {
+				attached = 1
+			}
+			gauge(c.vmAttached, attached, h.TAP)
+			counter(c.vmAttachments, float64(h.Peer.Attachments), h.TAP)
+		}
 	}
 	counter(c.accepted, float64(st.Fabric.DeliveredBytes))
 	counter(c.packets, float64(st.Fabric.DeliveredPackets))

@@ -135,8 +135,30 @@ type HostStatus struct {
 	// OutRefused by cause kernel) could not be read; empty when they were.
 	KernelStatsError string `json:"kernel_stats_error,omitempty"`
 	Outstanding      int    `json:"outstanding_bytes"`
+	// Peer is the state of a port whose other end attaches later (a
+	// qemu-socket port: the VM's QEMU connects to it); nil for a TAP.
+	Peer *PeerStatus `json:"peer,omitempty"`
 	// Path is where the wall time of this host's frames went.
 	Path FramePath `json:"path_ns"`
+}
+
+// PeerStatus says whether a VM is attached to a qemu-socket port. A
+// frame delivered to the port while no VM is attached is refused and
+// counted in OutRefused (no_peer), as a NIC without a link drops it.
+type PeerStatus struct {
+	Attached bool `json:"attached"`
+	// Attachments counts the peers that attached since the daemon
+	// started (a guest's restart attaches again); Waited how many of them
+	// had to wait for the one before to detach.
+	Attachments uint64 `json:"attachments"`
+	Waited      uint64 `json:"waited"`
+}
+
+// peerPort is a port whose peer attaches and detaches while the daemon
+// runs (emu/qemusock).
+type peerPort interface {
+	Connected() bool
+	Peers() (attached, waited uint64)
 }
 
 // FramePath splits the wall time of a frame's trip through the daemon
@@ -255,6 +277,11 @@ func (e *Emulator) status() *Status {
 		}
 		if h.MAC == (ether.MAC{}).String() {
 			h.MAC = e.learntMAC(p) // a VM port without mac: the guest's, once seen
+		}
+		if pp, ok := p.dev.(peerPort); ok {
+			ps := &PeerStatus{Attached: pp.Connected()}
+			ps.Attachments, ps.Waited = pp.Peers()
+			h.Peer = ps
 		}
 		if pu, ok := p.dev.(interface{ PickUps() (uint64, uint64) }); ok {
 			h.PickedUp, h.PickUpTries = pu.PickUps()

@@ -211,6 +211,7 @@ func writeStatus(w io.Writer, st *emu.Status) error {
 	if err := hosts.Write(w); err != nil {
 		return err
 	}
+	writePeers(w, st.Hosts)
 	fmt.Fprintln(w)
 	r := st.Rates
 	rates := &report.Table{Title: fmt.Sprintf("Current rates over the last %.1f s (fabric: %.3f Gb/s accepted, simulated time)", r.WindowSeconds, r.FabricGbps),
@@ -252,6 +253,25 @@ func writeStatus(w io.Writer, st *emu.Status) error {
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// writePeers says, for the qemu-socket ports, whether their VM is
+// attached: frames delivered to a port without one are refused.
+func writePeers(w io.Writer, hosts []emu.HostStatus) {
+	var parts []string
+	for _, h := range hosts {
+		if h.Peer == nil {
+			continue
+		}
+		state := "no VM attached"
+		if h.Peer.Attached {
+			state = "VM attached"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%d attachments, %d waited)", h.TAP, state, h.Peer.Attachments, h.Peer.Waited))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "VM ports: %s\n", strings.Join(parts, "; "))
+	}
 }
 
 func sum(m map[string]uint64) uint64 {

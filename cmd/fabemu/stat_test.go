@@ -137,3 +137,17 @@ func TestStatLateStages(t *testing.T) {
 		t.Errorf("stat output lacks the stage line:\n%s", out)
 	}
 }
+
+// stat says which qemu-socket ports have a VM attached (frames for one
+// without are refused as no_peer) and says nothing for TAPs.
+func TestStatPeers(t *testing.T) {
+	var b bytes.Buffer
+	writePeers(&b, []emu.HostStatus{{TAP: "tap0"}})
+	if b.Len() != 0 {
+		t.Errorf("a TAP-only daemon printed %q", b.String())
+	}
+	writePeers(&b, []emu.HostStatus{{TAP: "tap0"}, {TAP: "vma", Peer: &emu.PeerStatus{Attached: true, Attachments: 2, Waited: 1}}, {TAP: "vmb", Peer: &emu.PeerStatus{}}})
+	if want := "VM ports: vma VM attached (2 attachments, 1 waited); vmb no VM attached (0 attachments, 0 waited)\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}

@@ -240,10 +240,14 @@ const (
 	// CauseKernel: dropped by the kernel device behind the port, counted
 	// by the kernel (KernelDropper), never by the port's own Stats.
 	CauseKernel
+	// CauseNoPeer: the port had nothing attached to write to (a
+	// qemu-socket port before its VM's QEMU connected or after it left:
+	// the cable is unplugged). Unlike write_error, no write failed.
+	CauseNoPeer
 	NumCauses
 )
 
-var causeNames = [NumCauses]string{"queue_full", "too_short", "too_long", "write_error", "closed", "kernel"}
+var causeNames = [NumCauses]string{"queue_full", "too_short", "too_long", "write_error", "closed", "kernel", "no_peer"}
 
 // String returns the cause's metric label, e.g. "queue_full".
 func (c Cause) String() string {

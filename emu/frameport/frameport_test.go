@@ -26,7 +26,7 @@ func TestPoolOwnership(t *testing.T) {
 }
 
 func TestCauseString(t *testing.T) {
-	want := []string{"queue_full", "too_short", "too_long", "write_error", "closed", "kernel"}
+	want := []string{"queue_full", "too_short", "too_long", "write_error", "closed", "kernel", "no_peer"}
 	for c := range NumCauses {
 		if c.String() != want[c] {
 			t.Errorf("cause %d: %q, want %q", c, c.String(), want[c])

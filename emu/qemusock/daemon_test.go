@@ -54,6 +54,33 @@ func (q *fakeQEMU) recv() []byte {
 	return b
 }
 
+// waitPeers waits until both ports have a VM attached, a's the
+// attachments-th since the start and b's the bth; the deadline only turns
+// a lost attachment into a failure instead of a hang.
+func waitPeers(t *testing.T, e *emu.Emulator, a, b uint64) {
+	t.Helper()
+	want := []uint64{a, b}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+		st, err := e.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok := true
+		for i, h := range st.Hosts {
+			if h.Peer == nil {
+				t.Fatalf("%s: no peer status on a qemu-socket port", h.TAP)
+			}
+			ok = ok && h.Peer.Attached && h.Peer.Attachments == want[i]
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("VMs not attached after 20 s: %+v, %+v", st.Hosts[0].Peer, st.Hosts[1].Peer)
+		}
+	}
+}
+
 func ethFrame(dst, src ether.MAC, seq uint32, n int) []byte {
 	b := make([]byte, ether.HeaderLen+n)
 	copy(b, dst[:])
@@ -107,6 +134,10 @@ func TestDaemonFakeGuests(t *testing.T) {
 		t.Fatal(err)
 	}
 	qa, qb := dialQEMU(t, sa), dialQEMU(t, sb)
+	// A dial returns once the kernel queued the connection, before the
+	// daemon accepted it; a frame for a port with no VM attached yet is
+	// refused (as a NIC without a link drops it), so wait for both.
+	waitPeers(t, e, 1, 1)
 
 	// b announces itself; a knows its own MAC from the configuration.
 	hello := ethFrame(ether.BroadcastMAC, macB, 0, 46)
@@ -132,6 +163,7 @@ func TestDaemonFakeGuests(t *testing.T) {
 	// b's guest restarts: its QEMU goes away and a new one connects.
 	qb.c.Close()
 	qb2 := dialQEMU(t, sb)
+	waitPeers(t, e, 1, 2)
 	qb2.send(hello) // the restarted guest announces itself again
 	if g := qa.recv(); !bytes.Equal(g, hello) {
 		t.Fatal("broadcast from the restarted guest arrived changed")

@@ -23,9 +23,9 @@
 //     writer writes with blocking writes: while the guest does not read,
 //     the writer stalls, its queue fills and a consumer that waits for room
 //     (frameport.WriteRoomer) holds the frames, losing none.
-//   - Frames sent while no peer is connected, or whose write fails because
-//     the peer went away, are refused and counted as write_error: the cable
-//     is unplugged. A frame the peer sent only in part before it
+//   - Frames sent while no peer is connected are refused and counted as
+//     no_peer (the cable is unplugged); one whose write fails because the
+//     peer went away mid-write as write_error. A frame the peer sent only in part before it
 //     disconnected counts as a read error (Stats.ReadErrors), which, unlike
 //     a TAP's, does not stop the reader: it waits for the next peer.
 //   - A length prefix above MaxWireLen (QEMU's own receive buffer) means the
@@ -575,7 +575,7 @@ func (p *Port) writeOne(f *frameport.Frame) {
 	c := p.conn
 	p.connMu.Unlock()
 	if c == nil {
-		p.refuseOut(f, frameport.CauseWriteError, errors.New("no peer attached"))
+		p.refuseOut(f, frameport.CauseNoPeer, errors.New("no peer attached"))
 		return
 	}
 	t0 := time.Now()

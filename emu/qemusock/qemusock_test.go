@@ -288,7 +288,7 @@ func TestRefusedFramesKeepStep(t *testing.T) {
 // frame (a read error); a peer that connects while another is attached
 // waits and takes over when it leaves (a restarted QEMU connecting
 // before the old one's end was read); frames sent with no peer are
-// refused as write_error; the next peer after a disconnect gets the
+// refused as no_peer; the next peer after a disconnect gets the
 // traffic (a restarted guest).
 func TestPeerDisconnectAndReattach(t *testing.T) {
 	col := newCollector()
@@ -318,7 +318,7 @@ func TestPeerDisconnectAndReattach(t *testing.T) {
 	waitFor(t, "peer detached", func() bool { return !p.Connected() })
 
 	send(t, p, frame(macA, macB, 3, 100))
-	waitFor(t, "frame refused without a peer", func() bool { return p.Stats().OutRefused[frameport.CauseWriteError] == 1 })
+	waitFor(t, "frame refused without a peer", func() bool { return p.Stats().OutRefused[frameport.CauseNoPeer] == 1 })
 
 	q2 := l.dial(t)
 	waitFor(t, "second peer attached", p.Connected)
@@ -523,7 +523,7 @@ func TestCloseUnblocksStalledWriter(t *testing.T) {
 		t.Fatal("Close hung on a peer that does not read")
 	}
 	st := p.Stats()
-	if st.FramesOut+st.OutRefused[frameport.CauseWriteError]+st.OutRefused[frameport.CauseClosed] == 0 {
+	if st.FramesOut+st.OutRefused[frameport.CauseWriteError]+st.OutRefused[frameport.CauseNoPeer]+st.OutRefused[frameport.CauseClosed] == 0 {
 		t.Error("no frame accounted for")
 	}
 	if n := p.Held(); n != 0 {

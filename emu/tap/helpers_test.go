@@ -14,6 +14,7 @@ import (
 	"github.com/fabemu/fabemu/internal/privtest"
 	"github.com/fabemu/fabemu/tracefmt/ether"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // uniq returns a random suffix so parallel test runs do not clash.
@@ -145,6 +146,27 @@ func listenUDP(t testing.TB, ns string, addr netip.AddrPort) *net.UDPConn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// forceReadBuffer gives c a receive buffer of n bytes regardless of the
+// host's net.core.rmem_max (SO_RCVBUFFORCE; the privileged tests have
+// CAP_NET_ADMIN), so a burst the test sends cannot overflow it while the
+// test's reader waits for a CPU on a busy machine.
+func forceReadBuffer(t testing.TB, c *net.UDPConn, n int) {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if serr != nil {
+		t.Fatalf("SO_RCVBUFFORCE %d: %v", n, serr)
+	}
 }
 
 // addNeigh installs a permanent ARP entry so traffic leaves at once without

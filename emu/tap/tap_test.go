@@ -56,7 +56,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestCauseString(t *testing.T) {
-	want := []string{"queue_full", "too_short", "too_long", "write_error", "closed", "kernel"}
+	want := []string{"queue_full", "too_short", "too_long", "write_error", "closed", "kernel", "no_peer"}
 	for c := range NumCauses {
 		if c.String() != want[c] {
 			t.Errorf("Cause(%d) = %q, want %q", c, c.String(), want[c])
