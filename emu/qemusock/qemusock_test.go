@@ -409,6 +409,9 @@ func TestBackpressureBothWays(t *testing.T) {
 		}
 	}
 	<-done
+	// The writer counts a frame once its write returned, which may be
+	// just after the peer read it.
+	waitFor(t, "the last write counted", func() bool { return p.Stats().FramesOut >= total })
 	if st := p.Stats(); st.OutRefused != [frameport.NumCauses]uint64{} || st.FramesOut != total {
 		t.Errorf("out: %d frames, refused %v", st.FramesOut, st.OutRefused)
 	}
