@@ -128,6 +128,9 @@ type DeadlockStats struct {
 	// put back into the network from there.
 	Recoveries   uint64
 	Reinjections uint64
+	// ReinjectionsHeld counts the times the host's injection control
+	// held an absorbed packet back (RecoveryGate).
+	ReinjectionsHeld uint64
 	// FalseDetections counts the detections of messages that were not
 	// deadlocked (deadlock_truth.go: the simulator's look at the whole
 	// network when a detection fires); counted under wormhole switching
@@ -186,7 +189,9 @@ type detector struct {
 	// (recovery), -1 if none.
 	local []int32
 	// recq[h] holds the packets host h absorbed, to reinject.
-	recq    []fifo
+	recq []fifo
+	// gate: the endpoint's injection control for them, or nil.
+	gate    RecoveryGate
 	queued  int
 	Stats   DeadlockStats
 	cands   []route.Candidate
@@ -244,6 +249,7 @@ func (f *Fabric) setupDeadlock() error {
 			}
 		}
 		d.recq = make([]fifo, len(f.hostOut))
+		d.gate, _ = f.ep.(RecoveryGate)
 	}
 	f.dl = d
 	f.eng.Schedule(d.period, d, 0, 0, nil)
@@ -520,21 +526,51 @@ func (d *detector) absorb(i int32, p *Packet) {
 	f.Kick(int(h))
 }
 
-// reinjection returns the packet host port o reinjects next, or nil: the
-// host's absorbed packets go out first, on whichever of its injection
-// ports is free first.
-func (d *detector) reinjection(o *outPort) *Packet {
-	if d.recq == nil || d.recq[o.host].n == 0 {
-		return nil
-	}
-	return d.recq[o.host].head
+// RecoveryGate is an Endpoint whose injection control also decides when
+// a message absorbed by deadlock recovery may go back into the network.
+// Paper 001 reinjects a recovered message at the node that absorbed it
+// (software recovery, its ref. [12]) and says nothing of injection
+// control for it; Trans-t limits "the number of injection channels" of a
+// node (§3, footnote 2: the node's injection bandwidth), and a
+// reinjected message takes one of those channels, so the gate that
+// holds the node's new messages holds it too. An Endpoint without it
+// (a test double) lets absorbed messages out as soon as a lane is free.
+type RecoveryGate interface {
+	// AdmitRecovered reports whether host h may start absorbed packet p
+	// on its injection port q now; when it may not, the endpoint kicks
+	// the fabric (Fabric.Kick) when its answer may change.
+	AdmitRecovered(h, q int, p *Packet) bool
+	// RecoveredInjected tells the endpoint that the admitted packet
+	// started at.
+	RecoveredInjected(h int, p *Packet, at des.Time)
 }
 
-// reinjected: host port o started reinjecting its head absorbed packet.
-func (d *detector) reinjected(o *outPort) {
-	d.recq[o.host].pop()
+// reinjection returns the packet host port o reinjects next, or nil: the
+// host's absorbed packets go out first, on whichever of its injection
+// ports is free first, when the host's injection control admits them
+// (RecoveryGate). held: one waits and the gate holds it; the host's new
+// packets then wait behind it (the gate's answer is the port's, not the
+// packet's: it would hold them too).
+func (d *detector) reinjection(o *outPort) (p *Packet, held bool) {
+	if d.recq == nil || d.recq[o.host].n == 0 {
+		return nil, false
+	}
+	p = d.recq[o.host].head
+	if d.gate != nil && !d.gate.AdmitRecovered(int(o.host), int(o.port), p) {
+		d.Stats.ReinjectionsHeld++
+		return nil, true
+	}
+	return p, false
+}
+
+// reinjected: host port o started reinjecting its head absorbed packet at.
+func (d *detector) reinjected(o *outPort, at des.Time) {
+	p := d.recq[o.host].pop()
 	d.queued--
 	d.Stats.Reinjections++
+	if d.gate != nil {
+		d.gate.RecoveredInjected(int(o.host), p, at)
+	}
 }
 
 // Absorbed returns the packets absorbed by nodes and not yet reinjected.
