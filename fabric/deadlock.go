@@ -128,6 +128,15 @@ type DeadlockStats struct {
 	// put back into the network from there.
 	Recoveries   uint64
 	Reinjections uint64
+	// ReinjectionsHeld counts the times the host's injection control
+	// held an absorbed packet back (RecoveryGate).
+	ReinjectionsHeld uint64
+	// FalseDetections counts the detections of messages that were not
+	// deadlocked (deadlock_truth.go: the simulator's look at the whole
+	// network when a detection fires); counted under wormhole switching
+	// only, where Classified is true.
+	FalseDetections uint64
+	Classified      bool
 }
 
 // waitRec is what the sweep knows of one input queue's head: which packet
@@ -168,6 +177,9 @@ type detector struct {
 	threshold des.Time
 	period    des.Time
 	recover   bool
+	// cyclic: the routing function relies on recovery (TFAR): its
+	// channel dependency graph has cycles, so it can deadlock.
+	cyclic bool
 	// lastFlit[oi] is when the last data transmission on out-port oi
 	// ended (or will end): the channel is inactive from then on.
 	lastFlit []des.Time
@@ -177,13 +189,20 @@ type detector struct {
 	// (recovery), -1 if none.
 	local []int32
 	// recq[h] holds the packets host h absorbed, to reinject.
-	recq    []fifo
+	recq []fifo
+	// gate: the endpoint's injection control for them, or nil.
+	gate    RecoveryGate
 	queued  int
 	Stats   DeadlockStats
 	cands   []route.Candidate
 	blocked []blockedHead
 	outBuf  []int32
 	arb     []bool
+	// ground truth (deadlock_truth.go), under wormhole
+	dead       []bool
+	headOf     map[*Packet]int32
+	heads      []int32
+	truthCands []route.Candidate
 }
 
 // setupDeadlock builds the detector if fabric.deadlock asks for it, and
@@ -199,7 +218,8 @@ func (f *Fabric) setupDeadlock() error {
 	if c.Cycle == 0 && f.cfg.Wormhole() {
 		c.Cycle = units.Bytes(f.cfg.Flit()) // a cycle is a flit's time on a link
 	}
-	d := &detector{f: f, threshold: c.ThresholdTime(f.dataRate), recover: c.Recovery == RecoverySoftware}
+	d := &detector{f: f, threshold: c.ThresholdTime(f.dataRate), recover: c.Recovery == RecoverySoftware, cyclic: f.router.RelyOnRecovery()}
+	d.Stats.Classified = f.wh != nil
 	d.period = max(d.threshold/4, 1)
 	d.lastFlit = make([]des.Time, len(f.out))
 	d.flags = make([]chanFlag, len(f.out))
@@ -229,6 +249,7 @@ func (f *Fabric) setupDeadlock() error {
 			}
 		}
 		d.recq = make([]fifo, len(f.hostOut))
+		d.gate, _ = f.ep.(RecoveryGate)
 	}
 	f.dl = d
 	f.eng.Schedule(d.period, d, 0, 0, nil)
@@ -305,6 +326,7 @@ func (d *detector) sweep() {
 			d.examine(int32(ii), int32(qi), p, rec, now)
 		}
 	}
+	truth := false
 	for _, b := range d.blocked {
 		if !b.inactive {
 			continue
@@ -319,6 +341,15 @@ func (d *detector) sweep() {
 		}
 		rec.detected = true
 		d.Stats.Detections++
+		if f.wh != nil {
+			if !truth {
+				d.whDeadlocked()
+				truth = true
+			}
+			if !d.dead[int(b.ii)*f.nVL+int(b.qi)] {
+				d.Stats.FalseDetections++
+			}
+		}
 		if d.recover {
 			b.p.recover = true
 			if f.wh == nil {
@@ -380,7 +411,13 @@ func (d *detector) examine(ii, qi int32, p *Packet, rec *waitRec, now des.Time) 
 	d.cands = f.router.Candidates(s.ID, s.routePort(int(ip.port)), int(p.inVL), int(p.Dst), d.cands[:0])
 	inactive := true
 	first := len(d.outBuf)
+	// Under wormhole a head that came on an escape lane may take only
+	// escape lanes (wormhole.inEscape): it waits for those alone.
+	escOnly := f.wh != nil && f.wh.inEscape(s, ip, p)
 	for _, c := range d.cands {
+		if escOnly && !f.router.IsEscape(int(c.VL)) {
+			continue
+		}
 		oi := s.out[c.Port]
 		if f.in[f.out[oi].down].sw < 0 || d.room(s, c, p) {
 			// at its destination (an ejection channel is a sink, never
@@ -408,7 +445,7 @@ func (d *detector) examine(ii, qi int32, p *Packet, rec *waitRec, now des.Time) 
 			}
 		}
 	}
-	if !rec.first && now-rec.from > stuckThresholds*d.threshold {
+	if !rec.first && d.cyclic && now-rec.from > stuckThresholds*d.threshold {
 		rec.first = true // the sweep's view of "first" missed it: see stuckThresholds
 	}
 	d.blocked = append(d.blocked, blockedHead{ii: ii, qi: qi, p: p, outs: d.outBuf[first:len(d.outBuf):len(d.outBuf)], inactive: inactive})
@@ -439,6 +476,14 @@ func (d *detector) examine(ii, qi int32, p *Packet, rec *waitRec, now des.Time) 
 // bound such a deadlock had no candidate (a 16-ary 2-cube under paper
 // 001's bursty load stopped so for a millisecond). Eight thresholds (256
 // cycles) is long against the threshold and short against a run.
+//
+// The bound applies only to a routing function that can deadlock
+// (TFAR, detector.cyclic). It exists so that every deadlock has a
+// candidate; with an acyclic escape function there is none to find, and
+// past saturation it only made false detections: the heads of a jam wait
+// longer than 256 cycles. On a 16-ary 2-cube of paper 001's router with
+// the dateline escape at load 1.0 it made 251 of 1,071 detections in
+// 150 us, all of them false (deadlock_truth.go; docs/validation.md).
 const stuckThresholds = 8
 
 // flagValid reports whether the flag of out-port oi still stands: its
@@ -481,21 +526,51 @@ func (d *detector) absorb(i int32, p *Packet) {
 	f.Kick(int(h))
 }
 
-// reinjection returns the packet host port o reinjects next, or nil: the
-// host's absorbed packets go out first, on whichever of its injection
-// ports is free first.
-func (d *detector) reinjection(o *outPort) *Packet {
-	if d.recq == nil || d.recq[o.host].n == 0 {
-		return nil
-	}
-	return d.recq[o.host].head
+// RecoveryGate is an Endpoint whose injection control also decides when
+// a message absorbed by deadlock recovery may go back into the network.
+// Paper 001 reinjects a recovered message at the node that absorbed it
+// (software recovery, its ref. [12]) and says nothing of injection
+// control for it; Trans-t limits "the number of injection channels" of a
+// node (§3, footnote 2: the node's injection bandwidth), and a
+// reinjected message takes one of those channels, so the gate that
+// holds the node's new messages holds it too. An Endpoint without it
+// (a test double) lets absorbed messages out as soon as a lane is free.
+type RecoveryGate interface {
+	// AdmitRecovered reports whether host h may start absorbed packet p
+	// on its injection port q now; when it may not, the endpoint kicks
+	// the fabric (Fabric.Kick) when its answer may change.
+	AdmitRecovered(h, q int, p *Packet) bool
+	// RecoveredInjected tells the endpoint that the admitted packet
+	// started at.
+	RecoveredInjected(h int, p *Packet, at des.Time)
 }
 
-// reinjected: host port o started reinjecting its head absorbed packet.
-func (d *detector) reinjected(o *outPort) {
-	d.recq[o.host].pop()
+// reinjection returns the packet host port o reinjects next, or nil: the
+// host's absorbed packets go out first, on whichever of its injection
+// ports is free first, when the host's injection control admits them
+// (RecoveryGate). held: one waits and the gate holds it; the host's new
+// packets then wait behind it (the gate's answer is the port's, not the
+// packet's: it would hold them too).
+func (d *detector) reinjection(o *outPort) (p *Packet, held bool) {
+	if d.recq == nil || d.recq[o.host].n == 0 {
+		return nil, false
+	}
+	p = d.recq[o.host].head
+	if d.gate != nil && !d.gate.AdmitRecovered(int(o.host), int(o.port), p) {
+		d.Stats.ReinjectionsHeld++
+		return nil, true
+	}
+	return p, false
+}
+
+// reinjected: host port o started reinjecting its head absorbed packet at.
+func (d *detector) reinjected(o *outPort, at des.Time) {
+	p := d.recq[o.host].pop()
 	d.queued--
 	d.Stats.Reinjections++
+	if d.gate != nil {
+		d.gate.RecoveredInjected(int(o.host), p, at)
+	}
 }
 
 // Absorbed returns the packets absorbed by nodes and not yet reinjected.

@@ -848,7 +848,7 @@ func (f *Fabric) transmit(oi int32) {
 	}
 	best := int(f.injCands[c].VL)
 	if reinject { // the source's figures stay the first injection's
-		f.dl.reinjected(o)
+		f.dl.reinjected(o, start)
 		p.tailAt = start
 		f.send(oi, p, best, start)
 		return
@@ -917,8 +917,9 @@ func (f *Fabric) granted(p *Packet, c route.Candidate) {
 // before the node's own), or nil when nothing waits.
 func (f *Fabric) nextInjection(o *outPort) (p *Packet, reinject bool) {
 	if f.dl != nil {
-		if p = f.dl.reinjection(o); p != nil {
-			return p, true
+		p, held := f.dl.reinjection(o)
+		if p != nil || held {
+			return p, p != nil
 		}
 	}
 	if f.injp == nil {

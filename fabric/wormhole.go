@@ -418,7 +418,7 @@ func (w *wormhole) inject(oi int32) {
 	now := f.eng.Now()
 	switch {
 	case reinject: // the source's figures stay the first injection's
-		f.dl.reinjected(o)
+		f.dl.reinjected(o, now)
 	case f.injp == nil:
 		f.ep.Pop(int(o.host), now)
 	default:

@@ -57,6 +57,13 @@ type DeadlockCounts struct {
 	// back into the network from there; 0 without recovery.
 	Recovered  uint64 `json:"recovered"`
 	Reinjected uint64 `json:"reinjected"`
+	// ReinjectionsHeld counts the times the node's injection control
+	// (Trans-t, Self-Tuned) held an absorbed message back.
+	ReinjectionsHeld uint64 `json:"reinjections_held"`
+	// FalseDetections counts the detections of messages that were not
+	// deadlocked (fabric/deadlock_truth.go); present under wormhole
+	// switching, where the simulator classifies them.
+	FalseDetections *uint64 `json:"false_detections,omitempty"`
 }
 
 // HopSummary is switches traversed per packet.
@@ -112,7 +119,11 @@ func (s *Session) PacketCounts() PacketCounts {
 		RefusedMessages: s.Net.AdmittanceRefused()}
 	if on, th := f.DeadlockDetection(); on {
 		ds := f.DeadlockStats()
-		p.Deadlock = &DeadlockCounts{ThresholdNs: float64(th) / float64(des.Nanosecond), Detections: ds.Detections, Recovered: ds.Recoveries, Reinjected: ds.Reinjections}
+		p.Deadlock = &DeadlockCounts{ThresholdNs: float64(th) / float64(des.Nanosecond), Detections: ds.Detections, Recovered: ds.Recoveries, Reinjected: ds.Reinjections, ReinjectionsHeld: ds.ReinjectionsHeld}
+		if ds.Classified {
+			n := ds.FalseDetections
+			p.Deadlock.FalseDetections = &n
+		}
 	}
 	if del, inj, fl, ok := s.Net.DataPackets(); ok {
 		p.Delivered, p.Injected, p.InFlight = del, inj, fl

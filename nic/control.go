@@ -178,6 +178,28 @@ func (nw *Network) admit(h, q int, p *fabric.Packet) bool {
 	return false
 }
 
+var _ fabric.RecoveryGate = (*Network)(nil)
+
+// AdmitRecovered implements fabric.RecoveryGate: a data packet that
+// deadlock recovery absorbed at host h goes back into the network on
+// injection port q only when h's injection gate admits it, as the host's
+// own new packets (paper 001 §3: the gate limits the node's injection
+// channels, and a reinjected message takes one of them).
+func (nw *Network) AdmitRecovered(h, q int, p *fabric.Packet) bool {
+	if nw.gate == nil || p.Kind != KindData {
+		return true
+	}
+	return nw.admit(h, q, p)
+}
+
+// RecoveredInjected implements fabric.RecoveryGate: the gate counts the
+// reinjected packet's start as it counts the host's own.
+func (nw *Network) RecoveredInjected(h int, p *fabric.Packet, at des.Time) {
+	if nw.gate != nil && p.Kind == KindData {
+		nw.gate.gates[h].Injected(int(p.Size), int64(at), &nw.gate.views[h])
+	}
+}
+
 // Handle runs the Network's events: the gate's wake-up, and the kick
 // after a stalled source queued packets (queues.go); either way NIC h
 // asks the fabric to look at its queues again.

@@ -176,6 +176,9 @@ func writeSimTable(w io.Writer, s *synth.Summary, notes []model.Note) {
 	if d := p.Deadlock; d != nil {
 		res.Add("deadlocks detected / recovered", fmt.Sprintf("%s / %s", report.FormatUint(d.Detections), report.FormatUint(d.Recovered)),
 			fmt.Sprintf("messages (threshold %s ns)", report.FormatFloat(d.ThresholdNs, 6)))
+		if d.FalseDetections != nil {
+			res.Add("false deadlock detections", report.FormatUint(*d.FalseDetections), "messages not deadlocked when detected")
+		}
 	}
 	if d := s.Drain; d != nil {
 		what := "ns: every packet delivered"

@@ -38,6 +38,11 @@ type Endpoint struct {
 	OutOfOrder int
 	// Errors lists what went wrong (a packet at the wrong host, twice).
 	Errors []string
+	// RecoveryAdmit, when set, is the injection control of the packets
+	// deadlock recovery absorbed (fabric.RecoveryGate); nil admits them.
+	// Reinjected counts the ones that started.
+	RecoveryAdmit func(h, q int, p *fabric.Packet) bool
+	Reinjected    uint64
 
 	nextSeq map[[2]int32]uint64 // next sequence number expected per stream
 	sentSeq map[[2]int32]uint64 // next sequence number to send per stream
@@ -52,6 +57,15 @@ func NewEndpoint(hosts int) *Endpoint {
 	return &Endpoint{queues: make([][]*fabric.Packet, hosts), PerSource: make([]uint64, hosts),
 		nextSeq: map[[2]int32]uint64{}, sentSeq: map[[2]int32]uint64{}, seen: map[uint64]bool{}, lastAt: make([]des.Time, hosts), digest: 14695981039346656037}
 }
+
+// AdmitRecovered implements fabric.RecoveryGate with RecoveryAdmit. A
+// refusal schedules no wake-up: the test kicks the hosts when it opens.
+func (e *Endpoint) AdmitRecovered(h, q int, p *fabric.Packet) bool {
+	return e.RecoveryAdmit == nil || e.RecoveryAdmit(h, q, p)
+}
+
+// RecoveredInjected implements fabric.RecoveryGate.
+func (e *Endpoint) RecoveredInjected(int, *fabric.Packet, des.Time) { e.Reinjected++ }
 
 // Attach binds the endpoint to the fabric it serves.
 func (e *Endpoint) Attach(eng *des.Engine, f *fabric.Fabric) { e.Eng, e.F = eng, f }
