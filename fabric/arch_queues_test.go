@@ -91,6 +91,22 @@ func TestSchemeEnqueue(t *testing.T) {
 			t.Errorf("voqnet: packet for host %d queued in %d", dst, got)
 		}
 	}
+	// voqnet (partitioned memory, its default) with keyed injection
+	// queues: host 0's injection port picks the destination's queue,
+	// takes its credits, and the input keeps the queue picked
+	f = newMIN64(t, "voqnet")
+	f.KeyInjectionQueues()
+	ip = &f.in[f.sw[0].in[0]]
+	for _, dst := range []int32{1, 33, 63} {
+		p := &Packet{Dst: dst, Size: 64, blocks: 1}
+		if k := f.InjectionQueue(0, p, nil); k != int(dst) {
+			t.Errorf("voqnet: InjectionQueue for host %d is %d", dst, k)
+		}
+		f.hostq.hostSend(f.hostOut[0], p, 0)
+		if got := f.arch.enqueue(ip, p); got != int(dst) {
+			t.Errorf("voqnet keyed: packet for host %d queued in %d", dst, got)
+		}
+	}
 	f = newMIN64(t, "4q")
 	ip = &f.in[f.sw[0].in[0]]
 	put := func(dst int32) int {

@@ -51,7 +51,7 @@ func TestAdmittanceRoundRobin(t *testing.T) {
 	}
 	admSend(nw, 0, 2, 1)
 	admSend(nw, 0, 3, 1)
-	if n := nw.hosts[0].injQ.size; n != 2 {
+	if n := nw.adm.hosts[0].held; n != 2 {
 		t.Fatalf("injection queue holds %d packets, want its size 2", n)
 	}
 	got := drain(nw, 0)
