@@ -862,23 +862,27 @@ func (f *Fabric) transmit(oi int32) {
 		return
 	}
 	best := int(f.injCands[c].VL)
+	if f.hostq != nil {
+		// before the NIC's Pop: the NIC refills its injection queues
+		// then, and a packet of the same flow must find this one bound
+		// for its queue at the first switch (4Q's order)
+		f.hostq.hostSend(oi, p, best)
+	}
 	if reinject { // the source's figures stay the first injection's
 		f.dl.reinjected(o)
 		p.tailAt = start
+		f.send(oi, p, best, start)
+		return
+	}
+	if f.injp == nil {
+		f.ep.Pop(int(o.host), start)
 	} else {
-		if f.injp == nil {
-			f.ep.Pop(int(o.host), start)
-		} else {
-			f.popHost(o, start)
-			f.injectedOn(o)
-		}
-		p.Inject = start
-		p.tailAt = start
-		f.Stats.Injected++
+		f.popHost(o, start)
+		f.injectedOn(o)
 	}
-	if f.hostq != nil { // after the NIC's Pop: its Peek asks for these credits
-		f.hostq.hostSend(oi, p, best)
-	}
+	p.Inject = start
+	p.tailAt = start
+	f.Stats.Injected++
 	f.send(oi, p, best, start)
 }
 

@@ -174,3 +174,25 @@ func TestAdmittanceInjectionRoundRobin(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmittance4QOrder: 4Q with partitioned memory and the admittance
+// end node keeps every flow in order under deterministic routing (paper
+// 000's corner case 2 at a tenth of its time scale, the paper's 128 KB
+// memories). A flow's next packet chooses its queue at the first switch
+// when it enters an injection queue, which the NIC does as the previous
+// one is sent: that one must already count as bound for its queue there,
+// or the next may take another queue and overtake it (the order this
+// run caught).
+func TestAdmittance4QOrder(t *testing.T) {
+	c, err := model.LookupPreset("paper000-min64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Fabric.Switch = "4q"
+	c.Traffic.Pattern = "corner2:0.1,sources=stride"
+	c.Run.Warmup, c.Run.Duration = 10*des.Microsecond, 140*des.Microsecond
+	s := runOK(t, c)
+	if s.Invariants.InOrder == nil || !*s.Invariants.InOrder {
+		t.Fatal("deterministic routing delivered out of order")
+	}
+}
