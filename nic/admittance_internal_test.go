@@ -114,3 +114,29 @@ func TestAdmittanceBound(t *testing.T) {
 		t.Error("stalled packets kept after admission")
 	}
 }
+
+// TestAdmittanceBooks: admConserved holds while packets move through the
+// admittance and injection queues and reports a packet lost from the
+// books.
+func TestAdmittanceBooks(t *testing.T) {
+	nw := admNet(3, 4, 2)
+	admSend(nw, 0, 1, 3)
+	admSend(nw, 0, 2, 2)
+	if why := nw.admConserved(); why != "" {
+		t.Fatalf("after sending: %s", why)
+	}
+	nw.Peek(0)
+	nw.Pop(0, 0)
+	if why := nw.admConserved(); why != "" {
+		t.Fatalf("after a pop: %s", why)
+	}
+	nw.Queued++ // a packet the queues do not hold
+	if why := nw.admConserved(); why == "" {
+		t.Fatal("a packet missing from the queues not reported")
+	}
+	nw.Queued--
+	nw.adm.hosts[0].held++
+	if why := nw.admConserved(); why == "" {
+		t.Fatal("a miscounted injection queue not reported")
+	}
+}
