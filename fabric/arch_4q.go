@@ -128,7 +128,38 @@ func (a *fourQArch) enqueue(ip *inPort, p *Packet) int {
 	if q := a.order.queueOf(ii, key); q >= 0 {
 		return a.order.add(ii, key, q)
 	}
+	if k, ok := hostChosen(a.f, ip, p); ok {
+		return a.order.add(ii, key, a.laneQueue(p.VL, k))
+	}
 	return a.order.add(ii, key, leastOccupied(&a.schemeBase, ip, p.VL))
+}
+
+func (a *fourQArch) hostQueues() int { return fourQueues }
+func (a *fourQArch) hostKey(oi int32, p *Packet, vl int, nicLoad func(int) int) int {
+	return a.order.hostKey(&a.schemeBase, oi, p, vl, nicLoad)
+}
+
+// hostKey is the queue of lane vl a host's packet p takes at the first
+// switch's input behind host port oi: the one its flow waits in there,
+// else the one with the fewest packets counting those at the input and
+// those the NIC holds for it (nicLoad; the lowest index on a tie).
+func (o *fourQOrder) hostKey(s *schemeBase, oi int32, p *Packet, vl int, nicLoad func(int) int) int {
+	di := o.f.out[oi].down
+	if q := o.queueOf(di, fourQKey(p, int8(vl))); q >= 0 {
+		return q - vl*fourQueues
+	}
+	ip := &o.f.in[di]
+	best, load := 0, -1
+	for k := range fourQueues {
+		l := ip.queues[s.laneQueue(int8(vl), k)].n
+		if nicLoad != nil {
+			l += nicLoad(k)
+		}
+		if load < 0 || l < load {
+			best, load = k, l
+		}
+	}
+	return best
 }
 
 // forward forgets the packet at its input, then crosses as cioq does.
@@ -144,8 +175,9 @@ func (a *fourQArch) forward(ii, oi int32, p *Packet, vl int) {
 // one its flow is in, up to the next input (order), else the one with
 // the lowest occupancy the output knows of (its own blocks in that queue
 // plus the blocks the next input holds or has not yet returned credits
-// for). A host's packets choose at the first switch's input, as with
-// shared memory.
+// for). A keyed host's injection port picks so too, unless its NIC
+// chose (fourQOrder.hostKey); a packet from any other host chooses at the
+// first switch's input, as with shared memory.
 type fourQKeys struct {
 	fourQOrder
 	part *voqPartArch
@@ -161,6 +193,10 @@ func (k *fourQKeys) arrive(ip *inPort, p *Packet) int {
 	return k.add(ii, key, q) - int(p.VL)*fourQueues
 }
 
+func (k *fourQKeys) hostKey(oi int32, p *Packet, vl int, nicLoad func(int) int) int {
+	return k.fourQOrder.hostKey(&k.part.schemeBase, oi, p, vl, nicLoad)
+}
+
 func (k *fourQKeys) outKey(oi int32, p *Packet, vl int) int {
 	f, a := k.f, k.part
 	di := f.out[oi].down
@@ -173,7 +209,11 @@ func (k *fourQKeys) outKey(oi int32, p *Packet, vl int) int {
 	best, load := 0, int32(-1)
 	for j := range fourQueues {
 		q := a.laneQueue(int8(vl), j)
-		if l := a.qused[oi][q] + a.inShare[vl] - a.qcr[oi][q]; load < 0 || l < load {
+		var used int32 // a host's port keeps no output queue
+		if a.qused[oi] != nil {
+			used = a.qused[oi][q]
+		}
+		if l := used + a.inShare[vl] - a.qcr[oi][q]; load < 0 || l < load {
 			best, load = j, l
 		}
 	}
@@ -181,7 +221,9 @@ func (k *fourQKeys) outKey(oi int32, p *Packet, vl int) int {
 }
 
 func (k *fourQKeys) forwarded(ii, oi int32, p *Packet, vl, q int) {
-	k.left(ii, fourQKey(p, p.inVL))
+	if ii >= 0 {
+		k.left(ii, fourQKey(p, p.inVL))
+	}
 	if di := k.f.out[oi].down; k.f.in[di].sw >= 0 {
 		k.add(di, fourQKey(p, int8(vl)), k.part.laneQueue(int8(vl), q))
 	}

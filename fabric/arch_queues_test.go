@@ -91,6 +91,22 @@ func TestSchemeEnqueue(t *testing.T) {
 			t.Errorf("voqnet: packet for host %d queued in %d", dst, got)
 		}
 	}
+	// voqnet (partitioned memory, its default) with keyed injection
+	// queues: host 0's injection port picks the destination's queue,
+	// takes its credits, and the input keeps the queue picked
+	f = newMIN64(t, "voqnet")
+	f.KeyInjectionQueues()
+	ip = &f.in[f.sw[0].in[0]]
+	for _, dst := range []int32{1, 33, 63} {
+		p := &Packet{Dst: dst, Size: 64, blocks: 1}
+		if k := f.InjectionQueue(0, p, nil); k != int(dst) {
+			t.Errorf("voqnet: InjectionQueue for host %d is %d", dst, k)
+		}
+		f.hostq.hostSend(f.hostOut[0], p, 0)
+		if got := f.arch.enqueue(ip, p); got != int(dst) {
+			t.Errorf("voqnet keyed: packet for host %d queued in %d", dst, got)
+		}
+	}
 	f = newMIN64(t, "4q")
 	ip = &f.in[f.sw[0].in[0]]
 	put := func(dst int32) int {
@@ -151,5 +167,38 @@ func TestFourQOccupancy(t *testing.T) {
 		if q != i%4 {
 			t.Fatalf("packet %d for one destination in queue %d, want the least occupied, %d", i, q, i%4)
 		}
+	}
+}
+
+// TestInjectionQueues: the queues a NIC's injection queues follow are
+// the first switch's input queues per lane: one for the one-FIFO
+// architectures and for those that run the injection links themselves
+// (recn: its NIC SAQs), 4 for 4q, one per switch port for voqsw, one per
+// host for voqnet; and the queue InjectionQueue names for a host's packet
+// is the one the switch would put it in (voqsw: the output its route
+// takes at the first switch; voqnet: its destination).
+func TestInjectionQueues(t *testing.T) {
+	for arch, want := range map[string]int{"cioq": 1, "iq": 1, "1q": 1, "recn": 1, "4q": 4, "voqsw": 8, "voqnet": 64} {
+		if got := newMIN64(t, arch).InjectionQueues(); got != want {
+			t.Errorf("%s: %d injection queues, want %d", arch, got, want)
+		}
+	}
+	f := newMIN64(t, "voqsw")
+	for _, dst := range []int32{1, 2, 17, 40, 63} {
+		want := f.router.Candidates(0, 0, 0, int(dst), nil)[0].Port
+		if got := f.InjectionQueue(0, &Packet{Dst: dst, Size: 64}, nil); got != int(want) {
+			t.Errorf("voqsw: host 0's packet for host %d keyed %d, want its output %d", dst, got, want)
+		}
+	}
+	f = newMIN64(t, "voqnet")
+	if got := f.InjectionQueue(0, &Packet{Dst: 37, Size: 64}, nil); got != 37 {
+		t.Errorf("voqnet: host 0's packet for host 37 keyed %d", got)
+	}
+	// 4q: the least loaded queue counting the NIC's packets, the lowest
+	// index on a tie
+	f = newMIN64(t, "4q")
+	load := []int{2, 1, 0, 0}
+	if got := f.InjectionQueue(0, &Packet{Dst: 37, Size: 64}, func(k int) int { return load[k] }); got != 2 {
+		t.Errorf("4q: keyed %d with NIC loads %v, want 2", got, load)
 	}
 }

@@ -60,18 +60,23 @@ func partitioned(f *Fabric) bool {
 // A voqKeys is what a queue scheme decides under partitioned memory:
 // which of a lane's queues a packet joins. Queue k of an output holds the
 // packets bound for queue k of the next switch's input, so the key the
-// upstream output picks fixes both (as virtual channels do); the input a
-// host feeds picks at arrival.
+// upstream output picks fixes both (as virtual channels do). A host's
+// injection port is such an output when its NIC keys its injection
+// queues by them (Fabric.KeyInjectionQueues, hostSend); otherwise the
+// input a host feeds picks at arrival.
 type voqKeys interface {
-	// arrive is the queue (of the lane) a packet arriving from a host at
-	// input ip joins.
+	// arrive is the queue (of the lane) a packet arriving at input ip
+	// from a host whose NIC does not key its queues joins.
 	arrive(ip *inPort, p *Packet) int
 	// outKey is the queue (of lane vl) packet p takes at output oi and,
 	// when a switch is downstream, at that switch's input. It must not
 	// change state: the allocator asks (room) before it grants.
 	outKey(oi int32, p *Packet, vl int) int
-	// forwarded: p left input ii for queue k of output oi.
+	// forwarded: p left input ii for queue k of output oi; ii is -1 when
+	// oi is a host's injection port (the packet was sent from the NIC).
 	forwarded(ii, oi int32, p *Packet, vl, k int)
+	// hostKey is hostKeyer's (inject_queues.go).
+	hostKey(oi int32, p *Packet, vl int, nicLoad func(k int) int) int
 }
 
 // voqPartArch is a queue scheme of paper 000 with partitioned memory
@@ -96,8 +101,14 @@ type voqKeys interface {
 // when the packet's tail has left the downstream input, one credit packet
 // and one cable's delay later; it rides in the lane's credit packets, so
 // it costs no link bandwidth of its own. The hosts' injection links keep
-// lane credits (the first switch's input queues are not limited per
-// queue; the NIC's own queues are the nic package's).
+// lane credits, unless the NICs key their injection queues by the first
+// switch's queues (Fabric.KeyInjectionQueues, the admittance end node):
+// a host's injection port is then the output upstream of its first
+// switch's input and sends into a queue there only with that queue's
+// credits (inject_queues.go). A NIC with one FIFO (nic.model fifo) sends
+// on the lane's credits and its packet joins the queue the scheme picks
+// at arrival, so the first switch's queues are not limited per queue for
+// it.
 type voqPartArch struct {
 	schemeBase
 	keys voqKeys
@@ -147,15 +158,14 @@ func (a *voqPartArch) setup() {
 	a.creditDelay = f.prop + serTime(int64(f.cfg.CreditPacket), f.dataRate)
 	for oi := range f.out {
 		o := &f.out[oi]
-		if o.sw < 0 {
-			continue
+		if o.sw >= 0 {
+			o.outq = make([]fifo, nq) // a queue per lane and key
+			a.qused[oi] = make([]int32, nq)
+			for v := range o.lanes {
+				a.outShare[v] = share(o.lanes[v].cap)
+			}
 		}
-		o.outq = make([]fifo, nq) // a queue per lane and key
-		a.qused[oi] = make([]int32, nq)
-		for v := range o.lanes {
-			a.outShare[v] = share(o.lanes[v].cap)
-		}
-		if di := o.down; f.in[di].sw >= 0 {
+		if di := o.down; f.in[di].sw >= 0 && (o.sw >= 0 || f.keyedInjection) {
 			c := make([]int32, nq)
 			for k := range c {
 				a.inShare[k/a.perLane] = share(f.in[di].lanes[k/a.perLane].cap)
@@ -168,9 +178,10 @@ func (a *voqPartArch) setup() {
 	}
 }
 
-// enqueue: a packet from a switch joins the queue its upstream output
-// picked (the one whose credits it used); one from a host the queue the
-// scheme picks at arrival.
+// enqueue: a packet joins the queue its upstream output (a switch's, or
+// a keyed host's injection port, hostSend) picked: the one whose credits
+// it used; one from a host without queue credits the queue the scheme
+// picks at arrival.
 func (a *voqPartArch) enqueue(ip *inPort, p *Packet) int {
 	a.setup()
 	if a.qcr[ip.up] == nil {
@@ -342,4 +353,41 @@ func (a *voqPartArch) checkQueues(bad func(format string, args ...any)) {
 			}
 		}
 	}
+}
+
+func (a *voqPartArch) hostQueues() int { return a.perLane }
+
+func (a *voqPartArch) hostKey(oi int32, p *Packet, vl int, nicLoad func(k int) int) int {
+	a.setup()
+	return a.keys.hostKey(oi, p, vl, nicLoad)
+}
+
+// hostQueue is the queue (lane and key) p takes at the input behind host
+// port oi: the one its NIC chose, else the scheme's pick.
+func (a *voqPartArch) hostQueue(oi int32, p *Packet, vl int) int {
+	if p.FirstQueue > 0 {
+		return a.laneQueue(int8(vl), int(p.FirstQueue-1))
+	}
+	return a.outQueue(oi, p, vl)
+}
+
+// hostRoom: p's queue at the first switch has credits for it.
+func (a *voqPartArch) hostRoom(oi int32, p *Packet, vl int) bool {
+	a.setup()
+	c := a.qcr[oi]
+	return c == nil || c[a.hostQueue(oi, p, vl)] >= p.blocks
+}
+
+// hostSend takes p's queue credits; p joins that queue at the first
+// switch (enqueue).
+func (a *voqPartArch) hostSend(oi int32, p *Packet, vl int) {
+	a.setup()
+	if a.qcr[oi] == nil {
+		return
+	}
+	k := a.hostQueue(oi, p, vl)
+	a.qcr[oi][k] -= p.blocks
+	a.qheld[oi][k] += p.blocks
+	p.voq = int32(k)
+	a.keys.forwarded(-1, oi, p, vl, k-vl*a.perLane)
 }

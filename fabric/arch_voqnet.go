@@ -30,9 +30,17 @@ func newVOQnet(f *Fabric) switchArch {
 func (voqNet) arrive(_ *inPort, p *Packet) int           { return int(p.Dst) }
 func (voqNet) outKey(_ int32, p *Packet, _ int) int      { return int(p.Dst) }
 func (voqNet) forwarded(_, _ int32, _ *Packet, _, _ int) {}
+func (voqNet) hostKey(_ int32, p *Packet, _ int, _ func(int) int) int {
+	return int(p.Dst)
+}
 
 // voqNetShared is voqnet with shared memory: a queue per destination at
 // every input, in the lane's memory with the lane's credits.
 type voqNetShared struct{ schemeBase }
 
 func (a *voqNetShared) enqueue(_ *inPort, p *Packet) int { return a.laneQueue(p.VL, int(p.Dst)) }
+
+func (a *voqNetShared) hostQueues() int { return a.perLane }
+func (a *voqNetShared) hostKey(_ int32, p *Packet, _ int, _ func(int) int) int {
+	return int(p.Dst)
+}

@@ -32,7 +32,15 @@ func newVOQsw(f *Fabric) switchArch {
 }
 
 func (a *voqSwArch) enqueue(ip *inPort, p *Packet) int {
+	if k, ok := hostChosen(a.f, ip, p); ok {
+		return a.laneQueue(p.VL, k)
+	}
 	return a.laneQueue(p.VL, a.keys.arrive(ip, p))
+}
+
+func (a *voqSwArch) hostQueues() int { return a.perLane }
+func (a *voqSwArch) hostKey(oi int32, p *Packet, vl int, _ func(int) int) int {
+	return a.keys.outKey(oi, p, vl)
 }
 
 // voqSwKeys is VOQsw with partitioned memory: the output ports keep a
@@ -65,3 +73,9 @@ func (k *voqSwKeys) outKey(oi int32, p *Packet, vl int) int {
 }
 
 func (*voqSwKeys) forwarded(_, _ int32, _ *Packet, _, _ int) {}
+
+// hostKey: the output of the first switch the packet takes (outKey's
+// question asked of the host's port).
+func (k *voqSwKeys) hostKey(oi int32, p *Packet, vl int, _ func(int) int) int {
+	return k.outKey(oi, p, vl)
+}

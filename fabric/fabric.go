@@ -45,6 +45,11 @@ type Packet struct {
 	PSN     uint32
 	Seq     uint64 // per source-destination stream, for order checks
 	Ref     any
+	// FirstQueue, set by a NIC with injection queues per first-switch
+	// queue (Fabric.InjectionQueue), is 1 + the queue (within its lane)
+	// the packet joins at the first switch's input; 0 lets the switch
+	// choose.
+	FirstQueue int32
 
 	inVL int8 // lane in the input buffer it sits in
 	// recover: presumed deadlocked, on its way to the local node to be
@@ -291,6 +296,13 @@ type Fabric struct {
 	// inj, when set by the architecture, runs the hosts' injection links
 	// (recn's NIC SAQs); otherwise transmit sends the NIC's head itself.
 	inj injector
+	// hostq, when the architecture keeps credits per queue on the
+	// injection links too (partitioned VOQ memory), gates and records
+	// what a host sends into each queue of its first switch.
+	hostq hostQueuer
+	// keyedInjection: the NICs key their injection queues by the first
+	// switch's queues (KeyInjectionQueues).
+	keyedInjection bool
 	// injp, when hosts have several injection ports, holds them
 	// (inject_ports.go); nil for one.
 	injp *injPorts
@@ -352,6 +364,9 @@ func New(eng *des.Engine, cfg Config, t *topo.Topology, r *route.Router, maxPack
 		f.blockBytes = int32(cfg.Flit()) // credits count flits
 	}
 	f.arch = info.new(f)
+	if hq, ok := f.arch.(hostQueuer); ok {
+		f.hostq = hq
+	}
 	f.xbarRate = int64(float64(f.dataRate) * cfg.CrossbarSpeedup)
 	f.room.f, f.room.arch = f, f.arch
 	f.injCands = r.InjectionCandidates(nil)
@@ -652,6 +667,7 @@ type roomer struct {
 	arch   switchArch
 	sw     *Switch
 	host   *outPort // set when selecting a lane on an injection link
+	hostOI int32    // host's global out-port index
 	blocks int32
 	// in is the global in-port whose head is being tried, for the
 	// architectures whose room depends on the input (readPorter: a read
@@ -670,6 +686,9 @@ type roomer struct {
 func (r *roomer) Room(port, vl int32) (bool, int) {
 	if r.host != nil {
 		cr := r.host.credits[vl]
+		if cr >= r.blocks && r.f.hostq != nil && !r.f.hostq.hostRoom(r.hostOI, r.pkt, int(vl)) {
+			return false, 0 // the first switch's queue has no credits
+		}
 		return cr >= r.blocks, int(cr)
 	}
 	if r.taken != nil && r.taken[port] {
@@ -837,16 +856,18 @@ func (f *Fabric) transmit(oi int32) {
 	}
 	// The injection link is a channel like any other: the same selection
 	// (adaptive lane with most credits, else escape).
-	p.blocks = f.packetBlocks(p.Size)
-	f.room.sw, f.room.blocks = nil, p.blocks
-	f.room.host = o
-	c := route.Select(f.injCands, &f.room)
-	f.room.host = nil
+	c := f.selectInjection(oi, o, p)
 	if c < 0 {
 		f.wakeForCredits(oi, o)
 		return
 	}
 	best := int(f.injCands[c].VL)
+	if f.hostq != nil {
+		// before the NIC's Pop: the NIC refills its injection queues
+		// then, and a packet of the same flow must find this one bound
+		// for its queue at the first switch (4Q's order)
+		f.hostq.hostSend(oi, p, best)
+	}
 	if reinject { // the source's figures stay the first injection's
 		f.dl.reinjected(o, start)
 		p.tailAt = start

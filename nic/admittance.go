@@ -23,16 +23,35 @@ import (
 //     (Admits, counted as refused); a trace driver's message waits, in
 //     generation order with the host's later ones, until the queue has
 //     room, so nothing is lost;
+//   - the injection queues follow the queues of the first switch's input
+//     (fabric.InjectionQueues, InjectionQueue): one FIFO for iq, cioq and
+//     1q, a queue per output of the first switch for voqsw, per
+//     destination for voqnet, one of four for 4q (the flow's while it
+//     has packets there, else the least occupied counting the NIC's and
+//     the input's packets); the NIC is the output port upstream of that
+//     input, so its queues follow "the same scheme used at switch output
+//     ports". The packet carries the queue chosen (Packet.FirstQueue) and
+//     joins it at the first switch;
 //   - an arbiter moves one packet at a time, round robin over the
-//     non-empty admittance queues, into the injection queue while it
-//     holds fewer than nic.admittance.injection_packets packets;
-//   - the injection queue is the one the fabric sends from (its head is
-//     Peek's). The output-port scheme behind it is the fabric's: recn's
-//     and the RECN-IQ family's NIC SAQs (fabric.recn.nic_saqs,
-//     fabric.recn_iq.nic_saqs) take packets from its head into SAQs that
-//     obey Xon/Xoff from the first switch, and send round robin with it
-//     (the normal queue and the SAQs of §4.1); the other architectures
-//     send it as one FIFO on the link's credits.
+//     non-empty admittance queues, into the injection queue of the head
+//     packet while that queue holds fewer than
+//     nic.admittance.injection_packets packets; a head whose injection
+//     queue is full is passed over, so it does not hold up the others;
+//   - a second arbiter offers the fabric the head of the first injection
+//     queue, in round-robin order, that the first switch can take now
+//     (fabric.InjectionReady: the link's credits and, with
+//     fabric.voq_memory=partitioned, the credits of its queue there:
+//     §4.1's "credit-based flow control at the queue level"); a queue
+//     that sends goes to the back of the order. A blocked destination or
+//     output of the first switch therefore does not block a packet for
+//     another at the NIC (no HOL blocking at the source for voqnet and
+//     voqsw);
+//   - recn's and the RECN-IQ family's SAQs at the injection port
+//     (fabric.recn.nic_saqs, fabric.recn_iq.nic_saqs) are those
+//     architectures' own injection stage: they take packets from the
+//     head of the NIC's one injection queue (the normal queue) into SAQs
+//     that obey Xon/Xoff from the first switch, and send round robin
+//     with it (the normal queue and the SAQs of §4.1).
 
 // Model names of nic.model.
 const (
@@ -43,11 +62,11 @@ const (
 // AdmittanceConfig sizes the admittance NIC.
 type AdmittanceConfig struct {
 	Messages         int `yaml:"messages" json:"messages,omitempty" doc:"whole messages one admittance queue (one per destination) holds; a source whose message finds its queue full is stalled (the paper gives no bound; 0: 4)" paper:"000 §4.1"`
-	InjectionPackets int `yaml:"injection_packets" json:"injection_packets,omitempty" doc:"packets the injection queue holds; the round-robin arbiter refills it from the admittance queues as packets leave (the paper gives no size; 0: 4)" paper:"000 §4.1"`
+	InjectionPackets int `yaml:"injection_packets" json:"injection_packets,omitempty" doc:"packets one injection queue holds (one per queue of the first switch's input: per destination for voqnet, per output for voqsw, four for 4q, one otherwise); the round-robin arbiter refills them from the admittance queues as packets leave (the paper gives no size; 0: 4)" paper:"000 §4.1"`
 }
 
 // resolved fills the unset sizes: 4 messages per destination, 4 packets
-// in the injection queue.
+// per injection queue.
 func (c AdmittanceConfig) resolved() AdmittanceConfig {
 	if c.Messages == 0 {
 		c.Messages = 4
@@ -102,23 +121,51 @@ type admHost struct {
 	// stalled holds, in generation order, the messages of a stalled
 	// source (trace drivers): the first waits for room in its queue.
 	stalled []*Message
+	// inj are the injection queues by the first switch's queue they feed
+	// (nil until first used); injActive lists those holding packets in
+	// the injection arbiter's round-robin order; picked is the position
+	// in injActive of the queue whose head Peek offered.
+	inj       []*pktQueue
+	injFree   []*pktQueue
+	injActive []int32
+	picked    int
+	// flows maps a destination with packets in the injection queues to
+	// the queue they are in and how many, so that a flow's packets keep
+	// one queue (4Q chooses by occupancy; paper 000's flows are in order).
+	flows map[int32]admFlow
+	// held is the packets in the injection queues.
+	held int
 }
+
+type admFlow struct{ q, n int32 }
 
 // admState is the admittance NICs of a Network.
 type admState struct {
 	cfg   AdmittanceConfig
 	hosts []admHost
+	// nq is the injection queues per NIC: the queues per lane of the
+	// first switch's input (fabric.InjectionQueues; 1 until Attach).
+	nq int
 	// Refused counts messages a synthetic source did not create because
 	// their admittance queue was full (Admits).
 	Refused uint64
 }
 
 func newAdmState(cfg AdmittanceConfig, n int) *admState {
-	a := &admState{cfg: cfg.resolved(), hosts: make([]admHost, n)}
+	a := &admState{cfg: cfg.resolved(), hosts: make([]admHost, n), nq: 1}
 	for h := range a.hosts {
 		a.hosts[h].q = map[int32]*admQueue{}
+		a.hosts[h].flows = map[int32]admFlow{}
 	}
 	return a
+}
+
+// attach sizes the injection queues for fabric f.
+func (a *admState) attach(f *fabric.Fabric) {
+	a.nq = f.InjectionQueues()
+	if a.nq > 1 {
+		f.KeyInjectionQueues()
+	}
 }
 
 // Admits reports whether host src's admittance queue for dst has room
@@ -159,7 +206,8 @@ func (nw *Network) AdmittanceRefused() uint64 {
 
 // admitMessage stores the packets of message m (already numbered) in src's
 // admittance queue for its destination, or stalls it behind the host's
-// stalled messages, and refills the injection queue.
+// stalled messages, refills the injection queues and tells the fabric
+// when a packet entered an empty one.
 func (nw *Network) admitMessage(m *Message, pkts []*fabric.Packet) {
 	a := nw.adm
 	h := &a.hosts[m.Src]
@@ -169,7 +217,9 @@ func (nw *Network) admitMessage(m *Message, pkts []*fabric.Packet) {
 		return
 	}
 	nw.store(h, m.Dst, pkts)
-	nw.refill(m.Src)
+	if nw.refill(m.Src) && nw.fab != nil {
+		nw.fab.Kick(m.Src)
+	}
 }
 
 func (nw *Network) store(h *admHost, dst int, pkts []*fabric.Packet) {
@@ -189,18 +239,79 @@ func (nw *Network) store(h *admHost, dst int, pkts []*fabric.Packet) {
 	}
 }
 
+// injKey is the injection queue packet p of host hi goes to: its flow's,
+// while the flow has packets in one, else the first switch's queue the
+// fabric names for it.
+func (nw *Network) injKey(hi int, h *admHost, p *fabric.Packet) int32 {
+	if nw.adm.nq == 1 {
+		return 0
+	}
+	if fl, ok := h.flows[p.Dst]; ok {
+		return fl.q
+	}
+	return int32(nw.fab.InjectionQueue(hi, p, func(k int) int {
+		if h.inj == nil || h.inj[k] == nil {
+			return 0
+		}
+		return h.inj[k].size
+	}))
+}
+
+// injQueue returns h's injection queue k, making it if need be.
+func (a *admState) injQueue(h *admHost, k int32) *pktQueue {
+	if h.inj == nil {
+		h.inj = make([]*pktQueue, a.nq)
+	}
+	q := h.inj[k]
+	if q == nil {
+		if n := len(h.injFree); n > 0 {
+			q, h.injFree = h.injFree[n-1], h.injFree[:n-1]
+		} else {
+			q = &pktQueue{}
+		}
+		h.inj[k] = q
+	}
+	return q
+}
+
 // refill moves packets round robin from host hi's admittance queues into
-// its injection queue while it has room; a message's last packet leaving
-// its queue frees a place for the host's stalled messages.
-func (nw *Network) refill(hi int) {
+// their injection queues while those have room: an admittance queue
+// whose head's injection queue is full is passed over (it keeps its
+// place in the order) until a round moves nothing. A message's last
+// packet leaving its queue frees a place for the host's stalled
+// messages. It reports whether a packet entered an empty injection queue
+// (a new head the fabric may send).
+func (nw *Network) refill(hi int) (newHead bool) {
 	a := nw.adm
 	h := &a.hosts[hi]
-	inj := &nw.hosts[hi].injQ
-	for inj.size < a.cfg.InjectionPackets && len(h.active) > 0 {
+	capacity := a.cfg.InjectionPackets
+	for idle := 0; idle < len(h.active); {
 		dst := h.active[0]
 		q := h.q[dst]
-		p := q.pkts.pop()
-		inj.push(p)
+		p := q.pkts.peek()
+		k := nw.injKey(hi, h, p)
+		iq := a.injQueue(h, k)
+		if iq.size >= capacity {
+			if a.nq == 1 {
+				break // the one injection queue is full
+			}
+			h.active = append(h.active[1:], dst) // passed over
+			idle++
+			continue
+		}
+		idle = 0
+		q.pkts.pop()
+		if a.nq > 1 {
+			p.FirstQueue = k + 1
+			fl := h.flows[p.Dst]
+			h.flows[p.Dst] = admFlow{q: k, n: fl.n + 1}
+		}
+		if iq.size == 0 {
+			h.injActive = append(h.injActive, k)
+			newHead = true
+		}
+		iq.push(p)
+		h.held++
 		nw.hosts[hi].queuedWire += int64(p.Size)
 		if next := q.pkts.peek(); next == nil || next.Ref != p.Ref {
 			q.msgs--
@@ -222,6 +333,61 @@ func (nw *Network) refill(hi int) {
 			m.stalledPkts = nil
 		}
 	}
+	return newHead
+}
+
+// admPeek returns the head of the first of host hi's injection queues, in
+// round-robin order, that the fabric can send now, or nil. With one
+// injection queue it is that queue's head (the fabric, or recn's NIC
+// SAQs, then check the credits).
+func (nw *Network) admPeek(hi int) *fabric.Packet {
+	h := &nw.adm.hosts[hi]
+	for j, k := range h.injActive {
+		p := h.inj[k].peek()
+		if nw.adm.nq == 1 || nw.fab.InjectionReady(hi, p) {
+			h.picked = j
+			return p
+		}
+	}
+	return nil
+}
+
+// admPop takes the packet admPeek offered from its injection queue, puts
+// that queue at the back of the round-robin order, and refills.
+func (nw *Network) admPop(hi int) *fabric.Packet {
+	a := nw.adm
+	h := &a.hosts[hi]
+	j := h.picked
+	k := h.injActive[j]
+	iq := h.inj[k]
+	p := iq.pop()
+	h.held--
+	h.injActive = append(h.injActive[:j], h.injActive[j+1:]...)
+	if iq.size > 0 {
+		h.injActive = append(h.injActive, k)
+	} else if a.nq > 1 {
+		h.inj[k] = nil
+		h.injFree = append(h.injFree, iq)
+	}
+	h.picked = 0
+	if a.nq > 1 {
+		if fl := h.flows[p.Dst]; fl.n > 1 {
+			h.flows[p.Dst] = admFlow{q: fl.q, n: fl.n - 1}
+		} else {
+			delete(h.flows, p.Dst)
+		}
+	}
+	nw.refill(hi)
+	return p
+}
+
+// admHead is the packet admPeek offered last (for the injection gate).
+func (nw *Network) admHead(hi int) *fabric.Packet {
+	h := &nw.adm.hosts[hi]
+	if h.picked >= len(h.injActive) {
+		return nil
+	}
+	return h.inj[h.injActive[h.picked]].peek()
 }
 
 // AdmittanceQueued returns the packets host h holds in its admittance
@@ -239,4 +405,48 @@ func (nw *Network) AdmittanceQueued(hi int) int {
 		n += len(m.stalledPkts)
 	}
 	return n
+}
+
+// admConserved checks the admittance NICs' own books (empty when they
+// hold, or for fifo): the packets queued at the sources are those in
+// admittance queues, stalled messages and injection queues; every
+// injection queue is within its size and listed once in the injection
+// arbiter's order exactly when it holds packets; the flows' counts add up
+// to the packets in the injection queues.
+func (nw *Network) admConserved() string {
+	a := nw.adm
+	if a == nil {
+		return ""
+	}
+	total := 0
+	for hi := range a.hosts {
+		h := &a.hosts[hi]
+		total += nw.AdmittanceQueued(hi) + h.held
+		inj := 0
+		seen := map[int32]bool{}
+		for _, k := range h.injActive {
+			q := h.inj[k]
+			if seen[k] || q == nil || q.size == 0 || q.size > a.cfg.InjectionPackets {
+				return fmt.Sprintf("host %d: injection queue %d listed twice, empty or beyond %d packets", hi, k, a.cfg.InjectionPackets)
+			}
+			seen[k] = true
+			inj += q.size
+		}
+		if inj != h.held {
+			return fmt.Sprintf("host %d: injection queues hold %d packets, counted %d", hi, inj, h.held)
+		}
+		if a.nq > 1 {
+			fl := 0
+			for _, f := range h.flows {
+				fl += int(f.n)
+			}
+			if fl != h.held {
+				return fmt.Sprintf("host %d: flows count %d packets in the injection queues, which hold %d", hi, fl, h.held)
+			}
+		}
+	}
+	if total != nw.Queued {
+		return fmt.Sprintf("packets: %d in admittance and injection queues, %d queued at sources", total, nw.Queued)
+	}
+	return ""
 }

@@ -51,7 +51,7 @@ func TestAdmittanceRoundRobin(t *testing.T) {
 	}
 	admSend(nw, 0, 2, 1)
 	admSend(nw, 0, 3, 1)
-	if n := nw.hosts[0].injQ.size; n != 2 {
+	if n := nw.adm.hosts[0].held; n != 2 {
 		t.Fatalf("injection queue holds %d packets, want its size 2", n)
 	}
 	got := drain(nw, 0)
@@ -112,5 +112,31 @@ func TestAdmittanceBound(t *testing.T) {
 	}
 	if late.stalledPkts != nil {
 		t.Error("stalled packets kept after admission")
+	}
+}
+
+// TestAdmittanceBooks: admConserved holds while packets move through the
+// admittance and injection queues and reports a packet lost from the
+// books.
+func TestAdmittanceBooks(t *testing.T) {
+	nw := admNet(3, 4, 2)
+	admSend(nw, 0, 1, 3)
+	admSend(nw, 0, 2, 2)
+	if why := nw.admConserved(); why != "" {
+		t.Fatalf("after sending: %s", why)
+	}
+	nw.Peek(0)
+	nw.Pop(0, 0)
+	if why := nw.admConserved(); why != "" {
+		t.Fatalf("after a pop: %s", why)
+	}
+	nw.Queued++ // a packet the queues do not hold
+	if why := nw.admConserved(); why == "" {
+		t.Fatal("a packet missing from the queues not reported")
+	}
+	nw.Queued--
+	nw.adm.hosts[0].held++
+	if why := nw.admConserved(); why == "" {
+		t.Fatal("a miscounted injection queue not reported")
 	}
 }

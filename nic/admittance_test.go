@@ -42,10 +42,19 @@ func TestAdmittanceValidate(t *testing.T) {
 // per queue with partitioned memory), deterministic routing delivers in
 // order, and the sources at the full link rate are stalled by their full
 // admittance queues (refused messages) instead of building a backlog.
-// Once the hot period has ended and the network drained, the sources
-// hold at most what their queues allow.
+// The sources hold at most what their queues allow: 4 messages per
+// destination and 4 packets per injection queue, one injection queue per
+// queue of the first switch's input (1 for 1q and recn, 4 for 4q, 8 for
+// voqsw, 64 for voqnet). 4q is not required to stall a source: each of
+// its queues holds a quarter of the 8 KB port memory and a hot source's
+// flow keeps to one of them, so the 53 packets a hot source offers in the
+// hot period fit in the queues of the switches on its path.
 func TestAdmittanceCornerCase(t *testing.T) {
-	for _, sw := range []string{"1q", "voqsw", "voqnet", "recn"} {
+	for _, tc := range []struct {
+		sw     string
+		queues uint64
+	}{{"1q", 1}, {"4q", 4}, {"voqsw", 8}, {"voqnet", 64}, {"recn", 1}} {
+		sw := tc.sw
 		t.Run(sw, func(t *testing.T) {
 			c, err := model.LookupPreset("paper000-min64")
 			if err != nil {
@@ -59,16 +68,16 @@ func TestAdmittanceCornerCase(t *testing.T) {
 			c.Fabric.InputBuffer, c.Fabric.OutputBuffer = 8*1024, 8*1024
 			c.Run.Warmup, c.Run.Duration = 1*des.Microsecond, 24*des.Microsecond
 			s := runOK(t, c)
-			if s.Packets.RefusedMessages == 0 {
+			if s.Packets.RefusedMessages == 0 && sw != "4q" {
 				t.Error("no source stalled at the full link rate")
 			}
 			if s.Invariants.InOrder == nil || !*s.Invariants.InOrder {
 				t.Error("deterministic routing delivered out of order")
 			}
 			// 64 sources, each at most 4 messages of one 64-byte packet per
-			// destination queue plus 4 in its injection queue; the random
+			// destination queue plus 4 per injection queue; the random
 			// sources may hold some for every destination
-			if limit := uint64(64 * (63*4 + 4)); s.Packets.QueuedAtSources > limit {
+			if limit := 64 * (63*4 + 4*tc.queues); s.Packets.QueuedAtSources > limit {
 				t.Errorf("%d packets queued at sources, beyond the admittance bound %d", s.Packets.QueuedAtSources, limit)
 			}
 			t.Logf("%s: delivered %d, refused %d messages, %d queued at sources", sw, s.Packets.Delivered, s.Packets.RefusedMessages, s.Packets.QueuedAtSources)

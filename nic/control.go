@@ -237,6 +237,8 @@ func (nw *Network) popGated(h int, at des.Time) {
 		p = nw.del.hosts[h].peeked
 	case nw.lazy:
 		p = nw.headPacket(h)
+	case nw.adm != nil:
+		p = nw.admHead(h)
 	default:
 		p = nw.hosts[h].injQ.peek()
 	}

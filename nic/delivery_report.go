@@ -172,6 +172,9 @@ func (nw *Network) PacketsConserved() (bool, []string) {
 		if !ok {
 			return false, []string{"packets: generated != delivered + in flight + queued at sources"}
 		}
+		if why := nw.admConserved(); why != "" {
+			return false, []string{why}
+		}
 		return true, nil
 	}
 	var v []string

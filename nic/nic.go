@@ -359,6 +359,9 @@ func (nw *Network) Mode() DeliveryMode { return nw.mode }
 // configuration rules out.
 func (nw *Network) Attach(f *fabric.Fabric) {
 	nw.fab = f
+	if nw.adm != nil {
+		nw.adm.attach(f)
+	}
 	if err := nw.attachQueues(f); err != nil {
 		panic(fmt.Sprintf("nic: %v", err))
 	}
@@ -431,7 +434,7 @@ func (nw *Network) Send(m *Message) {
 	nw.Generated += uint64(n)
 	nw.Queued += int(n)
 	nw.Metrics.generated(m, int(n), int(n)*int(nw.cfg.HeaderBytes), m.Gen)
-	if wasEmpty && (nw.adm == nil || h.injQ.size > 0) {
+	if wasEmpty && nw.adm == nil {
 		nw.fab.Kick(m.Src)
 	}
 }
@@ -494,6 +497,8 @@ func (nw *Network) Peek(h int) *fabric.Packet {
 		p = nw.del.peek(h)
 	case nw.lazy:
 		p = nw.headPacket(h)
+	case nw.adm != nil:
+		p = nw.admPeek(h)
 	default:
 		p = nw.hosts[h].injQ.peek()
 	}
@@ -513,19 +518,19 @@ func (nw *Network) Pop(h int, at des.Time) {
 		return
 	}
 	var p *fabric.Packet
-	if nw.lazy {
+	switch {
+	case nw.lazy:
 		p = nw.headPacket(h)
 		nw.hosts[h].head = nil
-	} else {
+	case nw.adm != nil:
+		p = nw.admPop(h)
+	default:
 		p = nw.hosts[h].injQ.pop()
 	}
 	nw.hosts[h].queuedWire -= int64(p.Size)
 	nw.Queued--
 	if nw.iq != nil {
 		nw.iq.popped(nw, h)
-	}
-	if nw.adm != nil {
-		nw.refill(h)
 	}
 }
 
