@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/bits"
@@ -33,8 +34,8 @@ type Config struct {
 	// Switching, FlitBytes and LaneFlits choose wormhole switching
 	// (wormhole.go) instead of packet-level virtual cut-through.
 	Switching string      `yaml:"switching,omitempty" json:"switching,omitempty" doc:"switching technique: vct (virtual cut-through: a packet moves only when it fits whole downstream; the empty default) or wormhole (flits, lanes of a few flits owned by one packet from head to tail, links multiplexed flit by flit among lanes; fabric.switch iq only)" paper:"001 §3, §4.1"`
-	FlitBytes units.Bytes `yaml:"flit_bytes,omitempty" json:"flit_bytes,omitempty" unit:"bytes" doc:"wormhole: bytes per flit, the unit of credits and of link multiplexing (0 = 16 bytes: paper 001's 16-flit messages of 256 bytes); vct ignores it" paper:"001 §4.1"`
-	LaneFlits int         `yaml:"lane_flits,omitempty" json:"lane_flits,omitempty" unit:"flits" doc:"wormhole: buffer of every virtual channel (lane) at a switch input or NIC, in flits; may be smaller than a packet (0 = 4 flits); vct ignores it and uses input_buffer" paper:"001 §3"`
+	FlitBytes units.Bytes `yaml:"flit_bytes,omitempty" json:"flit_bytes,omitempty" unit:"bytes" doc:"wormhole: bytes per flit, the unit of credits and of link multiplexing (16 bytes makes paper 001's 16-flit messages 256 bytes); vct ignores it" paper:"001 §4.1" nonzero:"1 byte to 1GiB (leave the key out for the default, 16B)"`
+	LaneFlits int         `yaml:"lane_flits,omitempty" json:"lane_flits,omitempty" unit:"flits" doc:"wormhole: buffer of every virtual channel (lane) at a switch input or NIC, in flits; may be smaller than a packet; vct ignores it and uses input_buffer" paper:"001 §3" nonzero:"1 to 1048576 flits (leave the key out for the default, 4)"`
 	// RECN holds the parameters of the recn switch (arch_recn.go); other
 	// architectures ignore it.
 	RECN RECNConfig `yaml:"recn,omitempty" json:"recn,omitzero"`
@@ -77,9 +78,31 @@ func DefaultConfig() Config {
 		Allocator:       "rr",
 		CrossbarSpeedup: 1,
 		DeadlockTimeout: 1 * des.Millisecond,
+		FlitBytes:       DefaultFlitBytes,
+		LaneFlits:       DefaultLaneFlits,
 		RECN:            DefaultRECNConfig(),
 		RECNIQ:          DefaultRECNIQConfig(),
+		Deadlock:        DefaultDeadlockConfig(),
 	}
+}
+
+// MarshalJSON writes the configuration as its fields' tags say, except
+// that under virtual cut-through fabric.flit_bytes and fabric.lane_flits
+// are left out while they hold their defaults: vct ignores them, and the
+// JSON summaries (and sweep configuration hashes) of runs that never
+// switch wormhole stay as they were before DefaultConfig held them.
+func (c Config) MarshalJSON() ([]byte, error) {
+	type plain Config // the fields and tags without this method
+	p := plain(c)
+	if !c.Wormhole() {
+		if p.FlitBytes == DefaultFlitBytes {
+			p.FlitBytes = 0
+		}
+		if p.LaneFlits == DefaultLaneFlits {
+			p.LaneFlits = 0
+		}
+	}
+	return json.Marshal(p)
 }
 
 // Efficiency returns the fraction of the signalling rate that carries data
