@@ -343,3 +343,41 @@ func fieldDiff(a, b reflect.Value, path string) string {
 	}
 	return ""
 }
+
+// TestSlurmArrayStep: a Slurm array with a step (sbatch --array=0-2:2,
+// tasks 0 and 2 of SLURM_ARRAY_TASK_COUNT=2) runs shards 0 and 1, and the
+// sweep merges complete. Task 2 used to be shard 2 of 2 (refused) and
+// shard 1 never ran; a task ID off the step is refused naming the
+// variables.
+func TestSlurmArrayStep(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "step.yaml")
+	if err := os.WriteFile(spec, []byte(`name: step
+grid:
+  preset: tap-pair-10g
+  set: [run.duration=5us, run.warmup=1us]
+  loads: [0.2, 0.5]
+shards: 2
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := filepath.Join(dir, "res")
+	t.Setenv("SLURM_ARRAY_TASK_COUNT", "2")
+	t.Setenv("SLURM_ARRAY_TASK_MIN", "0")
+	t.Setenv("SLURM_ARRAY_TASK_MAX", "2")
+	t.Setenv("SLURM_ARRAY_TASK_STEP", "2")
+	for _, id := range []string{"0", "2"} {
+		t.Setenv("SLURM_ARRAY_TASK_ID", id)
+		if _, err := runTrace(t, "sweep", "run", spec, "--out", res); err != nil {
+			t.Fatalf("task %s: %v", id, err)
+		}
+	}
+	if _, err := runTrace(t, "sweep", "merge", res, "--out", filepath.Join(dir, "merged.json")); err != nil {
+		t.Fatalf("merge after tasks 0 and 2 of a stepped array: %v", err)
+	}
+	t.Setenv("SLURM_ARRAY_TASK_ID", "1")
+	_, err := runTrace(t, "sweep", "run", spec, "--out", res)
+	if err == nil || !strings.Contains(err.Error(), "SLURM_ARRAY_TASK_ID=1 is not SLURM_ARRAY_TASK_MIN=0 plus a multiple of SLURM_ARRAY_TASK_STEP=2") {
+		t.Fatalf("task 1 of an array in steps of 2: %v", err)
+	}
+}
