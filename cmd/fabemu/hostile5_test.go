@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/fabemu/fabemu/internal/params"
+	"github.com/fabemu/fabemu/internal/privtest"
 	"github.com/fabemu/fabemu/model"
 	"github.com/fabemu/fabemu/workload/replay"
 	"github.com/fabemu/fabemu/workload/synth"
@@ -379,5 +381,30 @@ shards: 2
 	_, err := runTrace(t, "sweep", "run", spec, "--out", res)
 	if err == nil || !strings.Contains(err.Error(), "SLURM_ARRAY_TASK_ID=1 is not SLURM_ARRAY_TASK_MIN=0 plus a multiple of SLURM_ARRAY_TASK_STEP=2") {
 		t.Fatalf("task 1 of an array in steps of 2: %v", err)
+	}
+}
+
+// TestCaptureJSONWriteErrorNamesJSON: `capture --json /dev/full` fails
+// naming --json and the device, not the pcapng path (the issue saw the
+// error blamed on the capture file); the capture file itself is whole.
+func TestCaptureJSONWriteErrorNamesJSON(t *testing.T) {
+	privtest.Require(t, "a network namespace and eBPF")
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full on this machine")
+	}
+	bin := buildBinary(t)
+	nsA, _, devA, _ := vethBetweenNamespaces(t, "f5j", "f5j")
+	out := filepath.Join(t.TempDir(), "c.pcapng")
+	cmd := exec.Command(bin, "capture", "--iface", devA, "--netns", nsA, "--out", out, "--json", "/dev/full", "--duration", "200ms")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	last := lines[len(lines)-1]
+	if err == nil || last != "fabemu: capture: --json: write /dev/full: no space left on device" {
+		t.Fatalf("capture --json /dev/full: %v, last line %q\n%s", err, last, stderr.String())
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Fatalf("the capture file: %v", err)
 	}
 }
