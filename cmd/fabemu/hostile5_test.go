@@ -58,12 +58,19 @@ var zeroMeaning = map[string]string{
 	"run.bin":                         "one fiftieth of the measured duration",
 	"run.drain":                       "no drain",
 	"run.max_source_packets":          "what half the memory left after the estimate holds",
+	"replay.sort_window":              "no window: file order (late records issued at their predecessor's time and counted)",
+	"replay.from":                     "the first record's arrival",
+	"replay.to":                       "the end of the trace",
+	"replay.limit":                    "every record of the window",
+	"replay.initiator_hosts":          "every host that is not a disk",
+	"replay.request_bytes":            "header-only request and completion messages",
 }
 
 // TestExplicitZero: `--set KEY=0` for every parameter of `config explain`,
 // over presets that use the keys (VCT and wormhole, RECN and RECN-IQ, the
-// admittance NIC, deadlock recovery): either refused with one line naming
-// the key and the range it takes, or accepted for a key of zeroMeaning.
+// admittance NIC, deadlock recovery), and for replay's own keys: either
+// refused with one line naming the key and the range it takes, or
+// accepted for a key of zeroMeaning.
 // An explicit 0 no longer becomes a default behind the user's back
 // (nic.admittance.*, fabric.flit_bytes, fabric.lane_flits,
 // fabric.deadlock.threshold_cycles and cycle_bytes,
@@ -104,6 +111,30 @@ func TestExplicitZero(t *testing.T) {
 			if strings.Contains(msg, "\n") || !namesKey(msg, e.Path) {
 				t.Errorf("%s: --set %s=0: %q: want one line naming the key", p.name, e.Path, msg)
 			}
+		}
+	}
+	// The keys only a replay has (the model's are checked above).
+	rbase, err := replay.ReplayPreset("torus8x8-dor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range params.Explain(&rbase) {
+		if !strings.HasPrefix(e.Path, "replay.") && !strings.HasPrefix(e.Path, "run.") ||
+			e.Type == "string" || e.Type == "bool" || strings.HasPrefix(e.Type, "[") {
+			continue
+		}
+		cfg, _, err := model.Resolve(model.Layers{Preset: "torus8x8-dor", Sets: model.Sets("--set", []string{e.Path + "=0"})}, replay.ReplayPreset)
+		if err == nil {
+			_, err = workloadOf(&cfg)
+		}
+		if err == nil {
+			if _, ok := zeroMeaning[e.Path]; !ok {
+				t.Errorf("replay: --set %s=0 is accepted, and the key is not among those whose 0 has a meaning of its own", e.Path)
+			}
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n") || !namesKey(msg, e.Path) {
+			t.Errorf("replay: --set %s=0: %q: want one line naming the key", e.Path, msg)
 		}
 	}
 	for _, key := range []string{"nic.admittance.messages", "nic.admittance.injection_packets", "fabric.flit_bytes", "fabric.lane_flits",
@@ -406,5 +437,24 @@ func TestCaptureJSONWriteErrorNamesJSON(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err != nil {
 		t.Fatalf("the capture file: %v", err)
+	}
+}
+
+// TestDaemonZeroIsNotDefault: the daemon's keys whose 0 stood for a
+// default (taps[].mtu 1500, background.capture_ring 4 MiB) refuse an
+// explicit 0 naming the file, line, key and range, before anything is
+// created; left out they keep their defaults.
+func TestDaemonZeroIsNotDefault(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	cases := []struct{ name, body, want string }{
+		{"mtu", "taps:\n  - name: fzt0\n    mtu: 0\n", "mtu.yaml:3: taps[0].mtu: 0: want 68 to 65521 bytes (leave the key out for 1500)"},
+		{"ring", "background:\n  capture_ring: 0\n", "ring.yaml:2: background.capture_ring: 0: want 4096 to 1073741824 bytes (leave the key out for 4 MiB)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			expectRefusal(t, bin, []string{"run", "--config", writeFile(t, dir, c.name+".yaml", text(c.body))}, c.want, 0)
+		})
 	}
 }
