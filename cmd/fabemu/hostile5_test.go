@@ -458,3 +458,35 @@ func TestDaemonZeroIsNotDefault(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepShardsZero: `sweep plan --shards 0` and `sweep submit --shards
+// 0` used to show or submit the spec's shard count, and a spec's
+// `shards: 0` was the same as leaving it out; each is refused naming the
+// flag or the file, line and key. Left out, the spec's count applies.
+func TestSweepShardsZero(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	spec := "name: s\ngrid:\n  preset: tap-pair-10g\n  set: [run.duration=5us]\n  loads: [0.2, 0.5]\n"
+	two := writeFile(t, dir, "two.yaml", text(spec+"shards: 2\n"))
+	zero := writeFile(t, dir, "zero.yaml", text(spec+"shards: 0\n"))
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"plan --shards 0", []string{"sweep", "plan", two, "--shards", "0"}, "--shards 0: want at least 1 (leave the flag out for the spec's shards)"},
+		{"plan --shards -3", []string{"sweep", "plan", two, "--shards", "-3"}, "--shards -3: want at least 1"},
+		{"submit --shards 0", []string{"sweep", "submit", two, "--slurm", "--out", filepath.Join(dir, "out"), "--shards", "0"}, "--shards 0: want at least 1"},
+		{"spec shards: 0", []string{"sweep", "plan", zero}, "zero.yaml:6: shards: 0: want a positive shard count (leave the key out to let the command choose)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			expectRefusal(t, bin, c.args, c.want, 0)
+		})
+	}
+	out, err := runTrace(t, "sweep", "plan", two)
+	if err != nil || !strings.Contains(out, "2 shards") {
+		t.Fatalf("plan of a 2-shard spec: %v\n%s", err, out)
+	}
+}
