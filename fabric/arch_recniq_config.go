@@ -98,11 +98,19 @@ func (c RECNIQConfig) resolved() RECNIQConfig {
 // Validate checks the parameters after defaults are filled in.
 func (c RECNIQConfig) Validate() error {
 	c = c.resolved()
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"detection_threshold", c.DetectionThreshold}, {"xoff_threshold", c.XoffThreshold}, {"xon_threshold", c.XonThreshold}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s %d: must not be negative", f.key, f.v)
+		}
+	}
 	switch {
 	case c.MaxSAQs < 0 || c.MaxSAQs > 64:
 		return fmt.Errorf("max_saqs %d: want 1 to 64", c.MaxSAQs)
-	case c.DetectionThreshold < 0 || c.XoffThreshold < 0 || c.XonThreshold < 0 || c.ControlPacket < 0:
-		return fmt.Errorf("thresholds and control_packet must not be negative")
+	case c.ControlPacket < 0:
+		return fmt.Errorf("control_packet %v: must not be negative", c.ControlPacket)
 	case c.XonThreshold >= c.XoffThreshold:
 		return fmt.Errorf("xon_threshold %d must be below xoff_threshold %d (Xon/Xoff hysteresis, paper 003 §3.3.6)", c.XonThreshold, c.XoffThreshold)
 	case c.PostProcessing != PPTimed && c.PostProcessing != PPBypass && c.PostProcessing != PPInstant:

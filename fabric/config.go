@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"strings"
 
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/units"
@@ -292,15 +291,14 @@ func (c Config) Validate() error {
 	if err := c.validateSwitching(arch); err != nil {
 		return err
 	}
-	if arch.Name == "recn" {
-		if err := c.RECN.Validate(); err != nil {
-			return fmt.Errorf("fabric.recn.%w", err)
-		}
+	// The RECN and RECN-IQ sections are checked whatever the switch: a
+	// value they refuse is refused even where the section is not read
+	// (fabric.recn_iq.post_processing=bogus on a cioq fabric).
+	if err := c.RECN.Validate(); err != nil {
+		return fmt.Errorf("fabric.recn.%w", err)
 	}
-	if strings.HasSuffix(arch.Name, "recn-iq") {
-		if err := c.RECNIQ.Validate(); err != nil {
-			return fmt.Errorf("fabric.recn_iq.%w", err)
-		}
+	if err := c.RECNIQ.Validate(); err != nil {
+		return fmt.Errorf("fabric.recn_iq.%w", err)
 	}
 	return nil
 }

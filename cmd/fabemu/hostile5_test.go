@@ -490,3 +490,35 @@ func TestSweepShardsZero(t *testing.T) {
 		t.Fatalf("plan of a 2-shard spec: %v\n%s", err, out)
 	}
 }
+
+// TestIgnoredKeysStillChecked: a value no run would accept is refused even
+// where the key is not read, and under --dry-run: the RECN-IQ section on
+// a cioq fabric, the topology file's path and format for a cube, the
+// injection process and load phases (read only when the run starts) used
+// to be accepted by sim --dry-run, or by every run for the first four.
+func TestIgnoredKeysStillChecked(t *testing.T) {
+	bin := buildBinary(t)
+	sim := []string{"sim", "--preset", "tap-pair-10g", "--duration", "1us"}
+	cases := []struct{ set, want string }{
+		{"fabric.recn_iq.post_processing=bogus", `fabric.recn_iq.post_processing "bogus": want timed, bypass or instant`},
+		{"fabric.recn_iq.detection=bogus", `fabric.recn_iq.detection "bogus": want cycle or events`},
+		{"fabric.recn.xon_threshold=4KiB", "fabric.recn.xon_threshold"},
+		{"topology.path=x.json", `topology: path: "x.json": only kind file reads a topology file, and kind is mesh`},
+		{"topology.format=json", `topology: format: "json": only kind file reads a topology file, and kind is mesh`},
+		{"traffic.process=bogus", `traffic.process: unknown injection process "bogus"`},
+		{"traffic.phases=bogus", `traffic.phases: load phases "bogus"`},
+	}
+	for _, c := range cases {
+		for _, dry := range []bool{false, true} {
+			args := append(append([]string(nil), sim...), "--set", c.set)
+			name := c.set
+			if dry {
+				args, name = append(args, "--dry-run"), name+"/dry-run"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				expectRefusal(t, bin, args, c.want, 0)
+			})
+		}
+	}
+}
