@@ -78,7 +78,7 @@ func (b BackgroundConfig) validateCapture() error {
 		return fmt.Errorf("background.capture_map_by %q: want auto, mac or ip", b.CaptureMapBy)
 	}
 	if b.CaptureRing != 0 && (b.CaptureRing < 4096 || b.CaptureRing > 1<<30) {
-		return fmt.Errorf("background.capture_ring %d: want 4096..1073741824 bytes (0 = 4 MiB)", b.CaptureRing)
+		return fmt.Errorf("background.capture_ring %d: want 4096 to 1073741824 bytes (left out, 4 MiB)", b.CaptureRing)
 	}
 	if _, err := bpf.ParseAttach(b.CaptureAttach); err != nil {
 		return fmt.Errorf("background.capture_attach: %w", err)

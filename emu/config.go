@@ -51,7 +51,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 type TAPConfig struct {
 	Name string `yaml:"name" json:"name" doc:"interface name (at most 15 bytes)"`
 	MAC  string `yaml:"mac" json:"mac" doc:"hardware address, e.g. 02:fa:be:00:00:01; empty = the kernel's random one"`
-	MTU  int    `yaml:"mtu" json:"mtu" unit:"bytes" doc:"device MTU; 0 = 1500"`
+	MTU  int    `yaml:"mtu" json:"mtu" unit:"bytes" doc:"device MTU; left out, 1500" nonzero:"68 to 65521 bytes (leave the key out for 1500)"`
 	// Host is the fabric host the device is attached to; nil spreads the
 	// devices evenly over the hosts.
 	Host  *int     `yaml:"host" json:"host" doc:"fabric host index the device attaches to; absent = spread the devices evenly over the hosts"`
@@ -103,7 +103,7 @@ type BackgroundConfig struct {
 	Capture       string `yaml:"capture" json:"capture,omitempty" doc:"real network interface whose frames (both directions, seen by an eBPF program) are mirrored into the fabric as background load between the hosts without a TAP, each from the host of its source endpoint to the host of its destination, sized by its original length, when it was seen; empty = none"`
 	CaptureNetns  string `yaml:"capture_netns" json:"capture_netns,omitempty" doc:"named network namespace of background.capture; empty = the daemon's"`
 	CaptureMapBy  string `yaml:"capture_map_by" json:"capture_map_by,omitempty" doc:"endpoints of background.capture: auto (MACs), mac or ip; placed on hosts as fabemu replay places a capture's, seeded by background.seed"`
-	CaptureRing   int    `yaml:"capture_ring" json:"capture_ring,omitempty" unit:"bytes" doc:"ring buffer of background.capture (rounded up to a power of two); frames it has no room for are counted as dropped; 0 = 4 MiB"`
+	CaptureRing   int    `yaml:"capture_ring" json:"capture_ring,omitempty" unit:"bytes" doc:"ring buffer of background.capture (rounded up to a power of two); frames it has no room for are counted as dropped; left out, 4 MiB" nonzero:"4096 to 1073741824 bytes (leave the key out for 4 MiB)"`
 	CaptureAttach string `yaml:"capture_attach" json:"capture_attach,omitempty" doc:"how background.capture attaches: auto (tcx, else clsact), tcx (Linux 6.6 or later) or tc"`
 }
 

@@ -82,13 +82,20 @@ func (c RECNConfig) resolved() RECNConfig {
 // Validate checks the parameters after defaults are filled in.
 func (c RECNConfig) Validate() error {
 	c = c.resolved()
+	for _, f := range []struct {
+		key string
+		v   units.Bytes
+	}{{"detection_threshold", c.DetectionThreshold}, {"notification_threshold", c.NotificationThreshold}, {"xoff_threshold", c.XoffThreshold},
+		{"xon_threshold", c.XonThreshold}, {"control_packet", c.ControlPacket}, {"nic_saq_memory", c.NICMemory}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s %v: must not be negative", f.key, f.v)
+		}
+	}
 	switch {
 	case c.MaxSAQs < 0 || c.MaxSAQs > 64:
 		return fmt.Errorf("max_saqs %d: want 1 to 64 (the paper's hardware has 64 CAM lines per port, §3.8)", c.MaxSAQs)
 	case c.NICSAQs < -1 || c.NICSAQs > 64:
 		return fmt.Errorf("nic_saqs %d: want 1 to 64, or -1 for none", c.NICSAQs)
-	case c.DetectionThreshold < 0 || c.NotificationThreshold < 0 || c.XoffThreshold < 0 || c.XonThreshold < 0 || c.ControlPacket < 0 || c.NICMemory < 0:
-		return fmt.Errorf("thresholds, control_packet and nic_saq_memory must not be negative")
 	case c.XonThreshold >= c.XoffThreshold:
 		return fmt.Errorf("xon_threshold %v must be below xoff_threshold %v (Xon/Xoff hysteresis, paper 000 §4.1)", c.XonThreshold, c.XoffThreshold)
 	}

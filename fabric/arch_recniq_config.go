@@ -23,7 +23,7 @@ type RECNIQConfig struct {
 	ControlPacket      units.Bytes `yaml:"control_packet" json:"control_packet" unit:"bytes" doc:"wire size of an Xon or Xoff packet on the reverse channel; they share the link with data (ours: the thesis gives no value)" paper:"003 §3.3.5" nonzero:"a positive size (leave the key out for the default, 8B)"`
 	// Post-processing unit timing (§4.1.5, §4.2.3).
 	PostProcessing      string   `yaml:"post_processing" json:"post_processing" doc:"timing of the post-processing unit: timed (a packet that becomes the head of a cold queue or SAQ waits post_processing_delay before the allocator sees it, and again after every move into another SAQ: the RFS bit of §4.1.5), bypass (the enhanced RECN-IQ of §4.2.3: no wait while the input has no SAQ allocated and its cold queue is below detection_threshold), or instant (post-processing takes no time)" paper:"003 §4.1.5, §4.2.3"`
-	PostProcessingDelay des.Time `yaml:"post_processing_delay" json:"post_processing_delay" unit:"time" doc:"time the post-processing unit takes to process one head packet (post_processing timed or bypass)" paper:"003 §4.2.3 (10 nanoseconds)"`
+	PostProcessingDelay des.Time `yaml:"post_processing_delay" json:"post_processing_delay" unit:"time" doc:"time the post-processing unit takes to process one head packet (post_processing timed or bypass)" paper:"003 §4.2.3 (10 nanoseconds)" nonzero:"a positive time; post_processing instant for none (leave the key out for the default, 10ns)"`
 	// Detection: when the congestion detection unit compares the cold
 	// queue with its threshold (§4.1.4).
 	Detection string `yaml:"detection" json:"detection" doc:"when congestion detection looks at a cold queue: cycle (whenever the cold queue holds detection_threshold packets, as the thesis' detection unit compares it every cycle: also when its head changes or a SAQ of the input is freed), or events (only when a packet arrives at the cold queue and when its head leaves through the crossbar)" paper:"003 §3.3.2, §4.1.4"`
@@ -98,11 +98,19 @@ func (c RECNIQConfig) resolved() RECNIQConfig {
 // Validate checks the parameters after defaults are filled in.
 func (c RECNIQConfig) Validate() error {
 	c = c.resolved()
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"detection_threshold", c.DetectionThreshold}, {"xoff_threshold", c.XoffThreshold}, {"xon_threshold", c.XonThreshold}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s %d: must not be negative", f.key, f.v)
+		}
+	}
 	switch {
 	case c.MaxSAQs < 0 || c.MaxSAQs > 64:
 		return fmt.Errorf("max_saqs %d: want 1 to 64", c.MaxSAQs)
-	case c.DetectionThreshold < 0 || c.XoffThreshold < 0 || c.XonThreshold < 0 || c.ControlPacket < 0:
-		return fmt.Errorf("thresholds and control_packet must not be negative")
+	case c.ControlPacket < 0:
+		return fmt.Errorf("control_packet %v: must not be negative", c.ControlPacket)
 	case c.XonThreshold >= c.XoffThreshold:
 		return fmt.Errorf("xon_threshold %d must be below xoff_threshold %d (Xon/Xoff hysteresis, paper 003 §3.3.6)", c.XonThreshold, c.XoffThreshold)
 	case c.PostProcessing != PPTimed && c.PostProcessing != PPBypass && c.PostProcessing != PPInstant:

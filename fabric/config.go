@@ -1,10 +1,10 @@
 package fabric
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/bits"
-	"strings"
 
 	"github.com/fabemu/fabemu/fabric/des"
 	"github.com/fabemu/fabemu/internal/units"
@@ -33,8 +33,8 @@ type Config struct {
 	// Switching, FlitBytes and LaneFlits choose wormhole switching
 	// (wormhole.go) instead of packet-level virtual cut-through.
 	Switching string      `yaml:"switching,omitempty" json:"switching,omitempty" doc:"switching technique: vct (virtual cut-through: a packet moves only when it fits whole downstream; the empty default) or wormhole (flits, lanes of a few flits owned by one packet from head to tail, links multiplexed flit by flit among lanes; fabric.switch iq only)" paper:"001 §3, §4.1"`
-	FlitBytes units.Bytes `yaml:"flit_bytes,omitempty" json:"flit_bytes,omitempty" unit:"bytes" doc:"wormhole: bytes per flit, the unit of credits and of link multiplexing (0 = 16 bytes: paper 001's 16-flit messages of 256 bytes); vct ignores it" paper:"001 §4.1"`
-	LaneFlits int         `yaml:"lane_flits,omitempty" json:"lane_flits,omitempty" unit:"flits" doc:"wormhole: buffer of every virtual channel (lane) at a switch input or NIC, in flits; may be smaller than a packet (0 = 4 flits); vct ignores it and uses input_buffer" paper:"001 §3"`
+	FlitBytes units.Bytes `yaml:"flit_bytes,omitempty" json:"flit_bytes,omitempty" unit:"bytes" doc:"wormhole: bytes per flit, the unit of credits and of link multiplexing (16 bytes makes paper 001's 16-flit messages 256 bytes); vct ignores it" paper:"001 §4.1" nonzero:"1 byte to 1GiB (leave the key out for the default, 16B)"`
+	LaneFlits int         `yaml:"lane_flits,omitempty" json:"lane_flits,omitempty" unit:"flits" doc:"wormhole: buffer of every virtual channel (lane) at a switch input or NIC, in flits; may be smaller than a packet; vct ignores it and uses input_buffer" paper:"001 §3" nonzero:"1 to 1048576 flits (leave the key out for the default, 4)"`
 	// RECN holds the parameters of the recn switch (arch_recn.go); other
 	// architectures ignore it.
 	RECN RECNConfig `yaml:"recn,omitempty" json:"recn,omitzero"`
@@ -77,9 +77,31 @@ func DefaultConfig() Config {
 		Allocator:       "rr",
 		CrossbarSpeedup: 1,
 		DeadlockTimeout: 1 * des.Millisecond,
+		FlitBytes:       DefaultFlitBytes,
+		LaneFlits:       DefaultLaneFlits,
 		RECN:            DefaultRECNConfig(),
 		RECNIQ:          DefaultRECNIQConfig(),
+		Deadlock:        DefaultDeadlockConfig(),
 	}
+}
+
+// MarshalJSON writes the configuration as its fields' tags say, except
+// that under virtual cut-through fabric.flit_bytes and fabric.lane_flits
+// are left out while they hold their defaults: vct ignores them, and the
+// JSON summaries (and sweep configuration hashes) of runs that never
+// switch wormhole stay as they were before DefaultConfig held them.
+func (c Config) MarshalJSON() ([]byte, error) {
+	type plain Config // the fields and tags without this method
+	p := plain(c)
+	if !c.Wormhole() {
+		if p.FlitBytes == DefaultFlitBytes {
+			p.FlitBytes = 0
+		}
+		if p.LaneFlits == DefaultLaneFlits {
+			p.LaneFlits = 0
+		}
+	}
+	return json.Marshal(p)
 }
 
 // Efficiency returns the fraction of the signalling rate that carries data
@@ -269,15 +291,14 @@ func (c Config) Validate() error {
 	if err := c.validateSwitching(arch); err != nil {
 		return err
 	}
-	if arch.Name == "recn" {
-		if err := c.RECN.Validate(); err != nil {
-			return fmt.Errorf("fabric.recn.%w", err)
-		}
+	// The RECN and RECN-IQ sections are checked whatever the switch: a
+	// value they refuse is refused even where the section is not read
+	// (fabric.recn_iq.post_processing=bogus on a cioq fabric).
+	if err := c.RECN.Validate(); err != nil {
+		return fmt.Errorf("fabric.recn.%w", err)
 	}
-	if strings.HasSuffix(arch.Name, "recn-iq") {
-		if err := c.RECNIQ.Validate(); err != nil {
-			return fmt.Errorf("fabric.recn_iq.%w", err)
-		}
+	if err := c.RECNIQ.Validate(); err != nil {
+		return fmt.Errorf("fabric.recn_iq.%w", err)
 	}
 	return nil
 }

@@ -72,14 +72,37 @@ const (
 )
 
 // DeadlockConfig configures deadlock detection and recovery (fabric.deadlock).
-// Every zero value is the paper's default, so configurations that do not
-// use it do not show it.
+// DefaultDeadlockConfig holds the paper's threshold; a zero
+// ThresholdCycles or Cycle of a configuration built in code means that
+// default too, while an explicit 0 in a file or --set is refused (the
+// nonzero tags).
 type DeadlockConfig struct {
 	Recovery        string      `yaml:"recovery,omitempty" json:"recovery,omitempty" doc:"deadlock recovery: none (the default) or software (a message detected as deadlocked is absorbed at the node where its header is and reinjected from there, ref. [12] of paper 001); software turns detection on; routing.escape none (TFAR) needs it" paper:"001 §4"`
 	Detection       bool        `yaml:"detection,omitempty" json:"detection,omitempty" doc:"run the deadlock detection of ref. [10] of paper 001 and count what it detects, without recovering (for measuring false detections); recovery software implies it" paper:"001 §4"`
-	ThresholdCycles int         `yaml:"threshold_cycles,omitempty" json:"threshold_cycles,omitempty" doc:"detection threshold t in cycles: a blocked header is presumed deadlocked when every channel it may use has been inactive for longer than t; 0 = 32 (paper 001 §4)" paper:"001 §4"`
-	Cycle           units.Bytes `yaml:"cycle_bytes,omitempty" json:"cycle_bytes,omitempty" unit:"bytes" doc:"bytes a link carries in one cycle (a flit) for threshold_cycles: a cycle is their serialization time; 0 = fabric.flit_bytes under wormhole switching, else 16 bytes (a flit of paper 001's 16-flit, 256-byte messages)" paper:"001 §4"`
-	Threshold       des.Time    `yaml:"threshold,omitempty" json:"threshold,omitempty" unit:"time" doc:"detection threshold t as a time; when set it replaces threshold_cycles"`
+	ThresholdCycles int         `yaml:"threshold_cycles,omitempty" json:"threshold_cycles,omitempty" doc:"detection threshold t in cycles: a blocked header is presumed deadlocked when every channel it may use has been inactive for longer than t (paper 001 §4: 32)" paper:"001 §4" nonzero:"1 to 1048576 cycles (leave the key out for the default, 32)"`
+	Cycle           units.Bytes `yaml:"cycle_bytes,omitempty" json:"cycle_bytes,omitempty" unit:"bytes" doc:"virtual cut-through: bytes a link carries in one cycle for threshold_cycles, a cycle being their serialization time (16 bytes: a flit of paper 001's 16-flit, 256-byte messages); wormhole switching ignores it: its cycle is one flit, fabric.flit_bytes" paper:"001 §4" nonzero:"1 byte to 1GiB (leave the key out for the default, 16B)"`
+	Threshold       des.Time    `yaml:"threshold,omitempty" json:"threshold,omitempty" unit:"time" doc:"detection threshold t as a time; when set it replaces threshold_cycles; 0s: not set, threshold_cycles applies"`
+}
+
+// Defaults of DeadlockConfig (paper 001 §4: t = 32 cycles of a flit of
+// 16 bytes).
+const (
+	DefaultThresholdCycles = 32
+	DefaultCycleBytes      = 16
+)
+
+// DefaultDeadlockConfig is detection and recovery off, with paper 001's
+// threshold of 32 cycles of 16 bytes.
+func DefaultDeadlockConfig() DeadlockConfig {
+	return DeadlockConfig{ThresholdCycles: DefaultThresholdCycles, Cycle: DefaultCycleBytes}
+}
+
+// IsZero reports whether the configuration is off and at its defaults,
+// so that the JSON summaries of runs that do not use it leave it out.
+func (c DeadlockConfig) IsZero() bool {
+	return c.Recovery == "" && !c.Detection && c.Threshold == 0 &&
+		(c.ThresholdCycles == 0 || c.ThresholdCycles == DefaultThresholdCycles) &&
+		(c.Cycle == 0 || c.Cycle == DefaultCycleBytes)
 }
 
 // Active reports whether detection runs.
@@ -93,13 +116,13 @@ func (c DeadlockConfig) Validate() error {
 		return fmt.Errorf("deadlock.recovery %q: want none or software", c.Recovery)
 	}
 	if c.ThresholdCycles < 0 || c.ThresholdCycles > 1<<20 {
-		return fmt.Errorf("deadlock.threshold_cycles %d: want 0 (the paper's 32) .. %d", c.ThresholdCycles, 1<<20)
+		return fmt.Errorf("deadlock.threshold_cycles %d: want 1 to %d cycles", c.ThresholdCycles, 1<<20)
 	}
 	if c.Cycle < 0 || c.Cycle > MaxBufferBytes {
-		return fmt.Errorf("deadlock.cycle_bytes %v: want 0 (16 bytes) .. %v", c.Cycle, units.Bytes(MaxBufferBytes))
+		return fmt.Errorf("deadlock.cycle_bytes %v: want 1 byte to %v", c.Cycle, units.Bytes(MaxBufferBytes))
 	}
 	if c.Threshold < 0 || c.Threshold > MaxDelay {
-		return fmt.Errorf("deadlock.threshold %v: want 0 (use threshold_cycles) .. %v", c.Threshold, MaxDelay)
+		return fmt.Errorf("deadlock.threshold %v: want 0s (not set: threshold_cycles applies) to %v", c.Threshold, MaxDelay)
 	}
 	return nil
 }
@@ -112,10 +135,10 @@ func (c DeadlockConfig) ThresholdTime(dataRate int64) des.Time {
 	}
 	cycles, cyc := c.ThresholdCycles, int64(c.Cycle)
 	if cycles == 0 {
-		cycles = 32
+		cycles = DefaultThresholdCycles
 	}
 	if cyc == 0 {
-		cyc = 16
+		cyc = DefaultCycleBytes
 	}
 	return des.Time(cycles) * serTime(cyc, dataRate)
 }
@@ -215,8 +238,8 @@ func (f *Fabric) setupDeadlock() error {
 	if !c.Active() {
 		return nil
 	}
-	if c.Cycle == 0 && f.cfg.Wormhole() {
-		c.Cycle = units.Bytes(f.cfg.Flit()) // a cycle is a flit's time on a link
+	if f.cfg.Wormhole() {
+		c.Cycle = units.Bytes(f.cfg.Flit()) // a cycle is a flit's time on a link (paper 001 §4)
 	}
 	d := &detector{f: f, threshold: c.ThresholdTime(f.dataRate), recover: c.Recovery == RecoverySoftware, cyclic: f.router.RelyOnRecovery()}
 	d.Stats.Classified = f.wh != nil

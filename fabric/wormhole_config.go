@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/fabemu/fabemu/fabric/des"
+	"github.com/fabemu/fabemu/internal/units"
 )
 
 // The switching techniques of fabric.switching.
@@ -26,7 +27,9 @@ const (
 // Wormhole reports whether the fabric uses wormhole switching.
 func (c Config) Wormhole() bool { return c.Switching == SwitchingWormhole }
 
-// Flit returns the bytes per flit under wormhole switching.
+// Flit returns the bytes per flit under wormhole switching (a
+// configuration built in code may leave FlitBytes 0 for the default; a
+// file or --set may not: the nonzero tag).
 func (c Config) Flit() int {
 	if c.FlitBytes <= 0 {
 		return DefaultFlitBytes
@@ -34,7 +37,8 @@ func (c Config) Flit() int {
 	return int(c.FlitBytes)
 }
 
-// Lane returns the flits of every lane buffer under wormhole switching.
+// Lane returns the flits of every lane buffer under wormhole switching
+// (0 in a configuration built in code: the default).
 func (c Config) Lane() int {
 	if c.LaneFlits <= 0 {
 		return DefaultLaneFlits
@@ -66,10 +70,10 @@ func (c Config) validateSwitching(arch ArchInfo) error {
 		return fmt.Errorf("fabric.switching wormhole allocates lanes to waiting heads first come first served and multiplexes each link flit by flit in round-robin order; fabric.allocator %s is a packet crossbar allocator it does not use: set fabric.allocator=rr", c.Allocator)
 	}
 	if c.FlitBytes < 0 || c.FlitBytes > MaxBufferBytes {
-		return fmt.Errorf("fabric.flit_bytes %v: want 1..%d bytes (0: %d)", c.FlitBytes, MaxBufferBytes, DefaultFlitBytes)
+		return fmt.Errorf("fabric.flit_bytes %v: want 1 byte to %v", c.FlitBytes, units.Bytes(MaxBufferBytes))
 	}
 	if c.LaneFlits < 0 || c.LaneFlits > MaxLaneFlits {
-		return fmt.Errorf("fabric.lane_flits %d: want 1..%d flits (0: %d)", c.LaneFlits, MaxLaneFlits, DefaultLaneFlits)
+		return fmt.Errorf("fabric.lane_flits %d: want 1 to %d flits", c.LaneFlits, MaxLaneFlits)
 	}
 	if t, ok := SerializationTimeChecked(int64(c.Flit()), c.DataRate()); !ok || t <= 0 {
 		return fmt.Errorf("fabric.flit_bytes %v: a flit must take between 1ps and %v on a fabric.link_rate %v link", c.Flit(), MaxDelay, c.LinkRate)

@@ -61,18 +61,31 @@ const (
 
 // AdmittanceConfig sizes the admittance NIC.
 type AdmittanceConfig struct {
-	Messages         int `yaml:"messages" json:"messages,omitempty" doc:"whole messages one admittance queue (one per destination) holds; a source whose message finds its queue full is stalled (the paper gives no bound; 0: 4)" paper:"000 §4.1"`
-	InjectionPackets int `yaml:"injection_packets" json:"injection_packets,omitempty" doc:"packets one injection queue holds (one per queue of the first switch's input: per destination for voqnet, per output for voqsw, four for 4q, one otherwise); the round-robin arbiter refills them from the admittance queues as packets leave (the paper gives no size; 0: 4)" paper:"000 §4.1"`
+	Messages         int `yaml:"messages" json:"messages,omitempty" doc:"whole messages one admittance queue (one per destination) holds; a source whose message finds its queue full is stalled (the paper gives no bound; ours: 4)" paper:"000 §4.1" nonzero:"1 to 1048576 messages (leave the key out for the default, 4)"`
+	InjectionPackets int `yaml:"injection_packets" json:"injection_packets,omitempty" doc:"packets one injection queue holds (one per queue of the first switch's input: per destination for voqnet, per output for voqsw, four for 4q, one otherwise); the round-robin arbiter refills them from the admittance queues as packets leave (the paper gives no size; ours: 4)" paper:"000 §4.1" nonzero:"1 to 1048576 packets (leave the key out for the default, 4)"`
 }
 
-// resolved fills the unset sizes: 4 messages per destination, 4 packets
-// per injection queue.
+// DefaultAdmittanceConfig: 4 messages per destination, 4 packets per
+// injection queue (ours: paper 000 gives neither).
+func DefaultAdmittanceConfig() AdmittanceConfig {
+	return AdmittanceConfig{Messages: 4, InjectionPackets: 4}
+}
+
+// IsZero reports whether the sizes are the defaults (or unset), so that
+// the JSON summaries of runs that do not change them leave them out.
+func (c AdmittanceConfig) IsZero() bool {
+	return c.resolved() == DefaultAdmittanceConfig()
+}
+
+// resolved fills the sizes a configuration built in code leaves 0 with
+// the defaults (a file or --set may not give 0: the nonzero tags).
 func (c AdmittanceConfig) resolved() AdmittanceConfig {
+	d := DefaultAdmittanceConfig()
 	if c.Messages == 0 {
-		c.Messages = 4
+		c.Messages = d.Messages
 	}
 	if c.InjectionPackets == 0 {
-		c.InjectionPackets = 4
+		c.InjectionPackets = d.InjectionPackets
 	}
 	return c
 }
@@ -86,10 +99,10 @@ func (c Config) validateModel() error {
 		return fmt.Errorf("nic.model %q: want fifo or admittance", c.Model)
 	}
 	if c.Admittance.Messages < 0 || c.Admittance.Messages > 1<<20 {
-		return fmt.Errorf("nic.admittance.messages %d: want 1..%d (0: 4)", c.Admittance.Messages, 1<<20)
+		return fmt.Errorf("nic.admittance.messages %d: want 1 to %d messages", c.Admittance.Messages, 1<<20)
 	}
 	if c.Admittance.InjectionPackets < 0 || c.Admittance.InjectionPackets > 1<<20 {
-		return fmt.Errorf("nic.admittance.injection_packets %d: want 1..%d (0: 4)", c.Admittance.InjectionPackets, 1<<20)
+		return fmt.Errorf("nic.admittance.injection_packets %d: want 1 to %d packets", c.Admittance.InjectionPackets, 1<<20)
 	}
 	if c.InjectionQueues.Count > 1 {
 		return fmt.Errorf("nic.model admittance: its injection queue follows the switch's output scheme; nic.injection_queues.count %d is the paper 002 interface of the fifo model", c.InjectionQueues.Count)

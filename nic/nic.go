@@ -43,7 +43,7 @@ type Config struct {
 // DefaultConfig is a 256-byte MTU with the IB headers (paper 004 §4.1).
 func DefaultConfig() Config {
 	return Config{MTU: 256, HeaderBytes: 26, Delivery: DefaultDeliveryConfig(), InjectionControl: injection.DefaultControlConfig(),
-		InjectionQueues: injection.DefaultQueuesConfig()}
+		InjectionQueues: injection.DefaultQueuesConfig(), Admittance: DefaultAdmittanceConfig()}
 }
 
 // Validate checks the configuration on its own.

@@ -41,8 +41,9 @@ type Spec struct {
 	Grid *Grid `yaml:"grid" json:"grid,omitempty"`
 	// Quick runs the experiment's shrunk workload (as --quick).
 	Quick bool `yaml:"quick" json:"quick,omitempty"`
-	// Shards is the shard count the deploy recipes use by default.
-	Shards int `yaml:"shards" json:"shards,omitempty"`
+	// Shards is the shard count the deploy recipes use by default; left
+	// out, none (the commands choose), and an explicit 0 is refused.
+	Shards int `yaml:"shards" json:"shards,omitempty" nonzero:"a positive shard count (leave the key out to let the command choose)"`
 }
 
 // Grid is the cartesian product of Axes values and Seeds, each run at

@@ -228,7 +228,9 @@ type ShardEnv struct {
 // FABEMU_SHARDS, which the manifest sets to the Job's completions) or a
 // Slurm job array (SLURM_ARRAY_TASK_ID with FABEMU_SHARDS, else with
 // SLURM_ARRAY_TASK_COUNT, or with SLURM_ARRAY_TASK_MIN and
-// SLURM_ARRAY_TASK_MAX); defaultShards is
+// SLURM_ARRAY_TASK_MAX; SLURM_ARRAY_TASK_STEP, when set, divides the
+// task's offset from the minimum, so --array=0-14:2 is shards 0..7 of 8);
+// defaultShards is
 // the count when FABEMU_SHARDS is unset (the spec's shards). It returns
 // false when none of them is set.
 func ShardFromEnv(getenv func(string) string, defaultShards int) (ShardEnv, bool, error) {
@@ -273,30 +275,62 @@ func ShardFromEnv(getenv func(string) string, defaultShards int) (ShardEnv, bool
 			}
 			return checkShard(ShardEnv{id, n, "SLURM_ARRAY_TASK_ID and FABEMU_SHARDS"})
 		}
+		// An array with a step (sbatch --array=0-14:2) numbers its tasks
+		// lo, lo+step, ...: task (id-lo)/step is the shard, else the
+		// shards between the IDs would never run.
+		step, stepFrom := 1, ""
+		if getenv("SLURM_ARRAY_TASK_STEP") != "" {
+			if step, err = num("SLURM_ARRAY_TASK_STEP"); err != nil {
+				return ShardEnv{}, false, err
+			}
+			if step < 1 {
+				return ShardEnv{}, false, fmt.Errorf("SLURM_ARRAY_TASK_STEP=%d: want a positive step", step)
+			}
+			if step > 1 {
+				stepFrom = fmt.Sprintf(", in steps of SLURM_ARRAY_TASK_STEP=%d", step)
+			}
+		}
+		lo, loFrom := 0, ""
+		if getenv("SLURM_ARRAY_TASK_MIN") != "" {
+			if lo, err = num("SLURM_ARRAY_TASK_MIN"); err != nil {
+				return ShardEnv{}, false, err
+			}
+			loFrom = " - SLURM_ARRAY_TASK_MIN"
+		}
+		index := func() (int, error) {
+			if id < lo || (id-lo)%step != 0 {
+				return 0, fmt.Errorf("SLURM_ARRAY_TASK_ID=%d is not SLURM_ARRAY_TASK_MIN=%d plus a multiple of SLURM_ARRAY_TASK_STEP=%d: an array with a list of IDs cannot be told apart from a stepped one; submit --array=0-N without gaps, or set FABEMU_SHARDS (the task ID is then the shard)", id, lo, step)
+			}
+			return (id - lo) / step, nil
+		}
 		if getenv("SLURM_ARRAY_TASK_COUNT") != "" {
 			n, err := num("SLURM_ARRAY_TASK_COUNT")
 			if err != nil {
 				return ShardEnv{}, false, err
 			}
-			lo, from := 0, "SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT"
-			if getenv("SLURM_ARRAY_TASK_MIN") != "" {
-				if lo, err = num("SLURM_ARRAY_TASK_MIN"); err != nil {
-					return ShardEnv{}, false, err
-				}
-				from = "SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN, and SLURM_ARRAY_TASK_COUNT"
-			}
-			return checkShard(ShardEnv{id - lo, n, from})
-		}
-		if getenv("SLURM_ARRAY_TASK_MIN") != "" && getenv("SLURM_ARRAY_TASK_MAX") != "" {
-			lo, err := num("SLURM_ARRAY_TASK_MIN")
+			i, err := index()
 			if err != nil {
 				return ShardEnv{}, false, err
 			}
+			from := "SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT"
+			if loFrom != "" {
+				from = "SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN, and SLURM_ARRAY_TASK_COUNT"
+			}
+			return checkShard(ShardEnv{i, n, from + stepFrom})
+		}
+		if loFrom != "" && getenv("SLURM_ARRAY_TASK_MAX") != "" {
 			hi, err := num("SLURM_ARRAY_TASK_MAX")
 			if err != nil {
 				return ShardEnv{}, false, err
 			}
-			return checkShard(ShardEnv{id - lo, hi - lo + 1, "SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_MAX"})
+			i, err := index()
+			if err != nil {
+				return ShardEnv{}, false, err
+			}
+			if hi < lo {
+				return ShardEnv{}, false, fmt.Errorf("SLURM_ARRAY_TASK_MAX=%d is below SLURM_ARRAY_TASK_MIN=%d", hi, lo)
+			}
+			return checkShard(ShardEnv{i, (hi-lo)/step + 1, "SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_MAX" + stepFrom})
 		}
 		return ShardEnv{}, false, fmt.Errorf("SLURM_ARRAY_TASK_ID=%d is set but neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MIN/MAX: cannot tell the shard count", id)
 	}

@@ -231,6 +231,16 @@ func TestShardFromEnv(t *testing.T) {
 		{env: env("SLURM_ARRAY_TASK_ID", "5", "SLURM_ARRAY_TASK_COUNT", "8"), i: 5, n: 8, from: "SLURM_ARRAY_TASK_COUNT"},
 		{env: env("SLURM_ARRAY_TASK_ID", "5", "SLURM_ARRAY_TASK_COUNT", "8", "SLURM_ARRAY_TASK_MIN", "1"), i: 4, n: 8, from: "SLURM_ARRAY_TASK_COUNT"},
 		{env: env("SLURM_ARRAY_TASK_ID", "5", "SLURM_ARRAY_TASK_MIN", "2", "SLURM_ARRAY_TASK_MAX", "9"), i: 3, n: 8, from: "SLURM_ARRAY_TASK_MAX"},
+		// sbatch --array=0-6:2 (tasks 0, 2, 4, 6): shards 0..3 of 4, not
+		// 0 and 2 run, 4 and 6 refused and 1 and 3 never run
+		{env: env("SLURM_ARRAY_TASK_ID", "4", "SLURM_ARRAY_TASK_COUNT", "4", "SLURM_ARRAY_TASK_MIN", "0", "SLURM_ARRAY_TASK_MAX", "6", "SLURM_ARRAY_TASK_STEP", "2"), i: 2, n: 4, from: "in steps of SLURM_ARRAY_TASK_STEP=2"},
+		{env: env("SLURM_ARRAY_TASK_ID", "6", "SLURM_ARRAY_TASK_COUNT", "4", "SLURM_ARRAY_TASK_STEP", "2"), i: 3, n: 4, from: "SLURM_ARRAY_TASK_COUNT"},
+		{env: env("SLURM_ARRAY_TASK_ID", "7", "SLURM_ARRAY_TASK_MIN", "1", "SLURM_ARRAY_TASK_MAX", "13", "SLURM_ARRAY_TASK_STEP", "3"), i: 2, n: 5, from: "SLURM_ARRAY_TASK_MAX"},
+		{env: env("SLURM_ARRAY_TASK_ID", "5", "SLURM_ARRAY_TASK_COUNT", "4", "SLURM_ARRAY_TASK_STEP", "2"), wantErr: "not SLURM_ARRAY_TASK_MIN=0 plus a multiple of SLURM_ARRAY_TASK_STEP=2"},
+		{env: env("SLURM_ARRAY_TASK_ID", "4", "SLURM_ARRAY_TASK_COUNT", "4", "SLURM_ARRAY_TASK_STEP", "0"), wantErr: "SLURM_ARRAY_TASK_STEP=0: want a positive step"},
+		// FABEMU_SHARDS: the task ID is the shard (a resubmission of the
+		// odd shards, --array=1-7:2, reruns exactly those)
+		{env: env("SLURM_ARRAY_TASK_ID", "3", "FABEMU_SHARDS", "8", "SLURM_ARRAY_TASK_STEP", "2", "SLURM_ARRAY_TASK_MIN", "1"), i: 3, n: 8, from: "FABEMU_SHARDS"},
 		{env: env("SLURM_ARRAY_TASK_ID", "5"), wantErr: "cannot tell the shard count"},
 		{env: env("SLURM_ARRAY_TASK_ID", "x", "SLURM_ARRAY_TASK_COUNT", "8"), wantErr: `SLURM_ARRAY_TASK_ID="x"`},
 	} {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -26,31 +27,48 @@ const propertyRunLimit = 200 * des.Microsecond
 // TestEveryParameterExtremeValues feeds every parameter of `config
 // explain` each extreme value, as --set does, to a small preset: the
 // configuration is either refused with a one-line error that names the
-// key, or it resolves, passes the memory estimate and runs (a short run)
-// with every invariant holding. No value may panic.
+// key, or it resolves, its `config dump` reads back as the same
+// configuration, and it passes the memory estimate and runs (a short run)
+// with every invariant holding. No value may panic. TestExplicitZero
+// checks what an accepted 0 means.
 func TestEveryParameterExtremeValues(t *testing.T) {
-	presets := []string{"tap-pair-10g", "paper000-min64"}
-	if testing.Short() {
-		presets = presets[:1]
+	// The bases: a small VCT fabric, RECN's MIN, and the small fabric
+	// switched wormhole with deadlock detection, so that the wormhole and
+	// deadlock keys (which VCT and a fabric without detection ignore)
+	// are read by the runs.
+	bases := []propertyBase{
+		{name: "tap-pair-10g", preset: "tap-pair-10g"},
+		{name: "paper000-min64", preset: "paper000-min64"},
+		{name: "tap-pair-10g-wormhole", preset: "tap-pair-10g", sets: []string{"fabric.switch=iq", "fabric.switching=wormhole", "fabric.deadlock.detection=true"}},
 	}
-	for _, preset := range presets {
-		base, err := model.LookupPreset(preset)
+	if testing.Short() {
+		bases = bases[:1]
+	}
+	for _, b := range bases {
+		base, err := model.LookupPreset(b.preset)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range params.Explain(&base) {
 			for _, v := range extremeValues {
-				t.Run(preset+"/"+p.Path+"="+v, func(t *testing.T) {
+				t.Run(b.name+"/"+p.Path+"="+v, func(t *testing.T) {
 					t.Parallel()
-					propertyCase(t, preset, p.Path, v, "")
+					propertyCase(t, b, p.Path, v, "")
 				})
-				t.Run(preset+"/yaml/"+p.Path+"="+v, func(t *testing.T) {
+				t.Run(b.name+"/yaml/"+p.Path+"="+v, func(t *testing.T) {
 					t.Parallel()
-					propertyCase(t, preset, p.Path, v, yamlFile(t, p.Path, v))
+					propertyCase(t, b, p.Path, v, yamlFile(t, p.Path, v))
 				})
 			}
 		}
 	}
+}
+
+// propertyBase is a preset and the key=values applied to it before the
+// key under test.
+type propertyBase struct {
+	name, preset string
+	sets         []string
 }
 
 // yamlFile writes a config file that sets the dotted key to value.
@@ -73,19 +91,35 @@ func yamlFile(t *testing.T, key, value string) string {
 
 // propertyCase sets key to value, by --set or (file != "") by a config
 // file, and checks the outcome.
-func propertyCase(t *testing.T, preset, key, value, file string) {
+func propertyCase(t *testing.T, b propertyBase, key, value, file string) {
 	defer func() {
 		if r := recover(); r != nil {
 			t.Fatalf("--set %s=%s panics: %v", key, value, r)
 		}
 	}()
-	sets := []string{"run.duration=5us", "run.warmup=1us", "traffic.load=0.3"}
+	var sets []string
+	for _, kv := range append([]string{"run.duration=5us", "run.warmup=1us", "traffic.load=0.3"}, b.sets...) {
+		if file == "" || !strings.HasPrefix(kv, key+"=") { // the file's key is not overridden
+			sets = append(sets, kv)
+		}
+	}
 	if file == "" {
 		sets = append(sets, key+"="+value)
-	} else if key == "run.duration" || key == "run.warmup" || key == "traffic.load" {
-		sets = nil
 	}
-	cfg, _, err := model.Resolve(model.Layers{Preset: preset, File: file, Sets: model.Sets("--set", sets)}, model.LookupPreset)
+	cfg, _, err := model.Resolve(model.Layers{Preset: b.preset, File: file, Sets: model.Sets("--set", sets)}, model.LookupPreset)
+	if err == nil {
+		// What is accepted must survive `config dump`: the dump read back
+		// over another preset is the same configuration (no key of it an
+		// explicit 0 that reading refuses, no value printed otherwise).
+		path := dumpTo(t, t.TempDir(), "dump", &cfg)
+		back, _, err := model.Resolve(model.Layers{Preset: "torus8x8-dor", File: path}, model.LookupPreset)
+		if err != nil {
+			t.Fatalf("--set %s=%s: the dump of the accepted configuration is refused: %v", key, value, err)
+		}
+		if d := fieldDiff(reflect.ValueOf(cfg), reflect.ValueOf(back), "config"); d != "" {
+			t.Fatalf("--set %s=%s: the dump reads back as another configuration: %s", key, value, d)
+		}
+	}
 	if err == nil {
 		var wl model.Workload
 		if wl, err = workloadOf(&cfg); err == nil {

@@ -74,11 +74,11 @@ func newSweepPlanCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := checkShardsFlag(cmd, shards); err != nil {
+				return err
+			}
 			if shards == 0 {
 				shards = p.Spec.Shards
-			}
-			if shards < 0 {
-				return fmt.Errorf("--shards %d: must not be negative", shards)
 			}
 			if err := sweepMemory(p, 1, maxMemory); err != nil {
 				return err
@@ -86,7 +86,7 @@ func newSweepPlanCmd() *cobra.Command {
 			return p.Write(cmd.OutOrStdout(), shards)
 		},
 	}
-	cmd.Flags().IntVar(&shards, "shards", 0, "show the shard of each point for this many shards (default: the spec's shards)")
+	cmd.Flags().IntVar(&shards, "shards", 0, "show the shard of each point for this many shards (left out: the spec's shards)")
 	cmd.Flags().StringVar(&maxMemory, "max-memory", "", "memory a point may use, e.g. 8GiB (default: the memory available here); a plan whose largest point exceeds it is refused")
 	return cmd
 }
@@ -257,4 +257,13 @@ shard count). The ETA is shown only while a shard runs.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	return cmd
+}
+
+// checkShardsFlag refuses --shards given as 0 or less: left out, the
+// spec's shards apply, so an explicit 0 would silently become them.
+func checkShardsFlag(cmd *cobra.Command, shards int) error {
+	if cmd.Flags().Changed("shards") && shards < 1 {
+		return fmt.Errorf("--shards %d: want at least 1 (leave the flag out for the spec's shards)", shards)
+	}
+	return nil
 }

@@ -52,6 +52,9 @@ table from its log; a Failed Job is reported with its failed indexes.`,
 			if out == "" {
 				return fmt.Errorf("--out: the results directory is required")
 			}
+			if err := checkShardsFlag(cmd, shards); err != nil {
+				return err
+			}
 			p, err := loadPlan(args[0])
 			if err != nil {
 				return err
@@ -107,7 +110,7 @@ table from its log; a Failed Job is reported with its failed indexes.`,
 	fs.BoolVar(&dryRun, "dry-run", false, "--k8s: write the manifests, do not apply them")
 	fs.StringVar(&out, "out", "", "results directory, on a file system every node sees")
 	fs.StringVar(&bin, "bin", "", "the fabemu binary the tasks run (default: this one)")
-	fs.IntVar(&shards, "shards", 0, "shard count (default: the spec's shards, else up to 4)")
+	fs.IntVar(&shards, "shards", 0, "shard count (left out: the spec's shards, else up to 4)")
 	fs.IntVar(&jobs, "jobs", 1, "points each task runs at once (its CPUs)")
 	fs.BoolVar(&watch, "watch", false, "wait for the shards, retry failed ones, then merge and plot")
 	fs.IntVar(&retries, "retries", 3, "resubmissions of one shard before giving up (--k8s: backoffLimitPerIndex)")

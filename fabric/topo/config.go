@@ -232,6 +232,16 @@ func (c *Config) Validate() error {
 	default:
 		return fieldErr("kind", "%q unknown (expected torus, mesh, min, irregular or file)", c.Kind)
 	}
+	if c.Kind != KindFile {
+		// Only kind file reads them: given for another kind they would be
+		// accepted and never read.
+		if c.Path != "" {
+			return fieldErr("path", "%q: only kind file reads a topology file, and kind is %s: drop the path or set kind file", c.Path, c.Kind)
+		}
+		if c.Format != "" {
+			return fieldErr("format", "%q: only kind file reads a topology file, and kind is %s", c.Format, c.Kind)
+		}
+	}
 	return nil
 }
 

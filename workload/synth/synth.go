@@ -175,6 +175,16 @@ func PacketsBound(c *model.SimConfig) (perHost float64, meanBytes int, err error
 	if err != nil {
 		return 0, 0, fmt.Errorf("traffic.pattern: %w", err)
 	}
+	// The process and the phases are read when the run starts; a bad one
+	// is refused here too, so that the estimate and --dry-run refuse it.
+	if _, err := traffic.ParseProcess(c.Traffic.Process); err != nil {
+		return 0, 0, fmt.Errorf("traffic.process: %w", err)
+	}
+	if c.Traffic.Phases != "" {
+		if _, err := traffic.ParsePhases(c.Traffic.Phases); err != nil {
+			return 0, 0, fmt.Errorf("traffic.phases: %w", err)
+		}
+	}
 	if spec.Name == traffic.NameCorner1 || spec.Name == traffic.NameCorner2 || c.Traffic.Phases != "" {
 		load = max(load, 1)
 	}
