@@ -88,6 +88,32 @@ const (
 	opArch
 )
 
+// EventKind names the kind of a fabric event from its Op (des.Event.Op
+// of an event whose handler is a *Fabric), for event counts: "arrive",
+// "xbar-done", "link-free", "credit", "watchdog", "credit-wake",
+// "control", or "arch+N" for the switch architecture's own kinds (cioq's
+// arch+0 is a cut-through packet leaving its input and output at once).
+func EventKind(op int32) string {
+	switch k, _, _ := unpackOp(op); k {
+	case opArrive:
+		return "arrive"
+	case opXbarDone:
+		return "xbar-done"
+	case opLinkFree:
+		return "link-free"
+	case opCredit:
+		return "credit"
+	case opWatchdog:
+		return "watchdog"
+	case opCreditWake:
+		return "credit-wake"
+	case opControl:
+		return "control"
+	default:
+		return fmt.Sprintf("arch+%d", k-opArch)
+	}
+}
+
 func packOp(kind, vl, blocks int) int32 { return int32(kind | vl<<4 | blocks<<8) }
 func unpackOp(op int32) (kind, vl, blocks int) {
 	return int(op & 15), int(op>>4) & 15, int(op >> 8)
