@@ -341,6 +341,10 @@ type Fabric struct {
 	// send sets cutOut to its output lane when it starts it at once.
 	cutThrough *Packet
 	cutOut     int32
+	// withInput is the packet an input-queued switch's crossbar puts on
+	// the link (iqArch.forward): its tail leaves the input when it leaves
+	// the link, and send sets cutOut when one event may end both.
+	withInput *Packet
 
 	// localState: what local.go measures for injection control.
 	localState
@@ -809,17 +813,24 @@ func (f *Fabric) send(oi int32, p *Packet, vl int, start des.Time) des.Time {
 	if f.dl != nil {
 		f.dl.sent(oi, tailLeave)
 	}
-	if p == f.cutThrough && tailLeave == p.tailAt {
+	// The head is routed at the next switch, or the tail reaches the NIC.
+	arriveAt := tailLeave + f.prop
+	if f.in[di].sw >= 0 {
+		arriveAt = now + f.prop + f.cfg.RoutingDelay
+	}
+	switch {
+	case p == f.cutThrough && tailLeave == p.tailAt:
 		f.cutOut = int32(vl) // forward schedules one event for both ends
-	} else {
+	case p == f.withInput && arriveAt != tailLeave:
+		// The input's crossbar-done would follow this link-free with no
+		// other event between them (the packet's arrival, scheduled in
+		// between, is at another time): forward schedules one for both.
+		f.cutOut = int32(vl)
+	default:
 		f.eng.Schedule(tailLeave, f, packOp(opLinkFree, vl, int(blocks)), oi, p)
 	}
 	p.tailAt = tailLeave + f.prop
-	if f.in[di].sw >= 0 {
-		f.eng.Schedule(now+f.prop+f.cfg.RoutingDelay, f, opArrive, di, p)
-	} else {
-		f.eng.Schedule(p.tailAt, f, opArrive, di, p)
-	}
+	f.eng.Schedule(arriveAt, f, opArrive, di, p)
 	return tailLeave
 }
 
