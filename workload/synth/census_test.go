@@ -17,9 +17,8 @@ import (
 // for the preset's cioq switches and for iq. Event counts are
 // deterministic, so it also holds the line: more events per delivered
 // packet than the bound means a change brought back events the model had
-// done without (each bound is today's figure plus a little; before
-// arrivals at busy inputs went without an event, and before iq ended a
-// packet's link and input transfer in one event, they were 16.0 and 23.3).
+// done without (each bound is today's figure plus a little; before iq
+// ended a packet's link and input transfer in one event, iq's was 23.3).
 func TestEventCensus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1 ms saturated runs")
