@@ -129,4 +129,3 @@ type vlQueues struct{ f *Fabric }
 func (q *vlQueues) queuesPerInput() int            { return q.f.nVL }
 func (*vlQueues) enqueue(_ *inPort, p *Packet) int { return int(p.VL) }
 func (*vlQueues) control(int32, *Control)          {}
-func (*vlQueues) handle(int, int32, int, int, any) {}

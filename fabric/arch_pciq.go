@@ -37,9 +37,16 @@ type readPorter interface {
 // ended: its blocks leave the input memory and the read port is free.
 // opRearbitrate: A: switch. A grant left read ports of an input free:
 // allocate the switch again (deferred, so that no allocator re-enters).
+// opLinkReadPortDone (pciq-K): A: in-port; lane bits: the input lane;
+// blocks field: read port | output lane<<2 | output port<<6 |
+// blocks<<14. The packet's tail left the link and, at the same instant,
+// the read port it crossed through: the opLinkFree and the
+// opReadPortDone of that packet in one event, handled in that order, as
+// the two were scheduled one after the other.
 const (
 	opReadPortDone = opArch + iota
 	opRearbitrate
+	opLinkReadPortDone
 )
 
 // readPorts is the input side shared by pciq-K and hc: nPorts read ports
@@ -166,8 +173,17 @@ func (a *pciqArch) forward(ii, oi int32, p *Packet, vl int) {
 	f := a.f
 	o := &f.out[oi]
 	k := a.group(&f.sw[o.sw], int(o.port))
+	f.cutOut = -1
+	if k < 4 && o.port < 256 && p.blocks < 512 { // what opLinkReadPortDone's fields hold
+		f.withInput = p
+	}
 	end := f.send(oi, p, vl, max(f.eng.Now(), o.idleAt))
-	f.eng.Schedule(end, f, packOp(opReadPortDone, int(p.inVL), k|int(p.blocks)<<4), ii, p)
+	f.withInput = nil
+	if f.cutOut >= 0 {
+		f.eng.Schedule(end, f, packOp(opLinkReadPortDone, int(p.inVL), k|int(f.cutOut)<<2|int(o.port)<<6|int(p.blocks)<<14), ii, p)
+	} else {
+		f.eng.Schedule(end, f, packOp(opReadPortDone, int(p.inVL), k|int(p.blocks)<<4), ii, p)
+	}
 	a.took(ii, k)
 }
 
@@ -180,6 +196,11 @@ func (a *pciqArch) handle(kind int, x int32, inVL, rest int, _ any) {
 	case opRearbitrate:
 		a.rearb[x] = false
 		f.alloc.arbitrate(&f.sw[x])
+	case opLinkReadPortDone:
+		po, outVL, blocks := rest>>6&255, rest>>2&15, int32(rest>>14)
+		f.linkFree(f.sw[f.in[x].sw].out[po], outVL, blocks)
+		s := a.released(x, rest&3, inVL, blocks)
+		f.alloc.arbitrate(s)
 	}
 }
 

@@ -131,7 +131,7 @@ type RECNIQReport struct {
 // opRECNIQKick: A: switch. Post-processing gave an idle input a new head,
 // or a SAQ left Xoff: run the allocator (scheduled, not called, as it may
 // happen during a grant or an arrival). It comes after the datapaths'
-// own kinds (cioq's opArch, pciq's opArch and opArch+1).
+// own kinds (cioq's and iq's opArch, pciq's opArch to opArch+2).
 const opRECNIQKick = opArch + 3
 
 // recnIQDatapath is the switch organisation RECN-IQ's input stage sits on:

@@ -93,6 +93,32 @@ const (
 	opArch
 )
 
+// EventKind names the kind of a fabric event from its Op (des.Event.Op
+// of an event whose handler is a *Fabric), for event counts: "arrive",
+// "xbar-done", "link-free", "credit", "watchdog", "credit-wake",
+// "control", or "arch+N" for the switch architecture's own kinds (cioq's
+// arch+0 is a cut-through packet leaving its input and output at once).
+func EventKind(op int32) string {
+	switch k, _, _ := unpackOp(op); k {
+	case opArrive:
+		return "arrive"
+	case opXbarDone:
+		return "xbar-done"
+	case opLinkFree:
+		return "link-free"
+	case opCredit:
+		return "credit"
+	case opWatchdog:
+		return "watchdog"
+	case opCreditWake:
+		return "credit-wake"
+	case opControl:
+		return "control"
+	default:
+		return fmt.Sprintf("arch+%d", k-opArch)
+	}
+}
+
 func packOp(kind, vl, blocks int) int32 { return int32(kind | vl<<4 | blocks<<8) }
 func unpackOp(op int32) (kind, vl, blocks int) {
 	return int(op & 15), int(op>>4) & 15, int(op >> 8)
@@ -327,6 +353,10 @@ type Fabric struct {
 	// send sets cutOut to its output lane when it starts it at once.
 	cutThrough *Packet
 	cutOut     int32
+	// withInput is the packet an input-queued switch's crossbar puts on
+	// the link (iqArch.forward): its tail leaves the input when it leaves
+	// the link, and send sets cutOut when one event may end both.
+	withInput *Packet
 
 	// localState: what local.go measures for injection control.
 	localState
@@ -802,17 +832,24 @@ func (f *Fabric) send(oi int32, p *Packet, vl int, start des.Time) des.Time {
 	if f.dl != nil {
 		f.dl.sent(oi, tailLeave)
 	}
-	if p == f.cutThrough && tailLeave == p.tailAt {
+	// The head is routed at the next switch, or the tail reaches the NIC.
+	arriveAt := tailLeave + f.prop
+	if f.in[di].sw >= 0 {
+		arriveAt = now + f.prop + f.cfg.RoutingDelay
+	}
+	switch {
+	case p == f.cutThrough && tailLeave == p.tailAt:
 		f.cutOut = int32(vl) // forward schedules one event for both ends
-	} else {
+	case p == f.withInput && arriveAt != tailLeave:
+		// The input's crossbar-done would follow this link-free with no
+		// other event between them (the packet's arrival, scheduled in
+		// between, is at another time): forward schedules one for both.
+		f.cutOut = int32(vl)
+	default:
 		f.eng.Schedule(tailLeave, f, packOp(opLinkFree, vl, int(blocks)), oi, p)
 	}
 	p.tailAt = tailLeave + f.prop
-	if f.in[di].sw >= 0 {
-		f.eng.Schedule(now+f.prop+f.cfg.RoutingDelay, f, opArrive, di, p)
-	} else {
-		f.eng.Schedule(p.tailAt, f, opArrive, di, p)
-	}
+	f.eng.Schedule(arriveAt, f, opArrive, di, p)
 	return tailLeave
 }
 

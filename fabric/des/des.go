@@ -172,6 +172,18 @@ func (e *Engine) NextAt() Time {
 	return k.at
 }
 
+// Peek returns the handler and kind (Op) of the earliest pending event
+// without firing it, and false when none is pending: for tools that count
+// events by kind while stepping (Step), at no cost to RunUntil.
+func (e *Engine) Peek() (h Handler, op int32, ok bool) {
+	k, ok := e.q.min()
+	if !ok {
+		return nil, 0, false
+	}
+	ev := &e.slab[k.slot]
+	return ev.H, ev.Op, true
+}
+
 // Step fires the earliest event. It returns false when none is pending.
 func (e *Engine) Step() bool {
 	k, ok := e.q.popUntil(Never)

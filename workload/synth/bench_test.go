@@ -119,7 +119,7 @@ func BenchmarkSteadyStateAllocs(b *testing.B) {
 
 // newBenchSession builds the model and the synthetic workload of cfg as
 // RunSim does, for a run that ends at end.
-func newBenchSession(b *testing.B, cfg model.SimConfig, end des.Time) (*model.Session, *synth) {
+func newBenchSession(b testing.TB, cfg model.SimConfig, end des.Time) (*model.Session, *synth) {
 	b.Helper()
 	cfg.NIC.Delivery.Mode, cfg.Routing.Mode = cfg.NIC.Delivery.Effective(cfg.Routing.Mode)
 	fc := cfg.Fabric
