@@ -153,6 +153,20 @@ func TestDetectionIsPassive(t *testing.T) {
 // lanes, and 8x8 with 4-flit lanes, ran 200 us at load 1.0 without
 // deadlocking, while recovery still presumed 100-850 messages
 // deadlocked: false detections).
+// saturateUntilDeadlock offers load 1.0 for 300 µs to a TFAR network
+// without recovery and runs it until the watchdog reports the deadlock
+// (at most 20 of its timeouts: a bound, not a figure).
+func saturateUntilDeadlock(t *testing.T, n *Net, fc fabric.Config) {
+	t.Helper()
+	runLoad(t, n, fc, 1.0, 300*des.Microsecond, 5)
+	for i := 0; i < 20 && n.F.Deadlock == nil; i++ {
+		n.Eng.RunUntil(n.Eng.Now() + fc.DeadlockTimeout)
+	}
+	if n.F.Deadlock == nil {
+		t.Fatalf("TFAR without recovery did not deadlock (%d of %d delivered)", n.EP.Delivered, n.EP.Sent())
+	}
+}
+
 func tfarNet(t *testing.T, switching, recovery, check string, opts ...func(*fabric.Config)) (*Net, fabric.Config, error) {
 	t.Helper()
 	k := []int{6, 6}
@@ -221,13 +235,7 @@ func TestTFARRecovery(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			runLoad(t, n, fc, 1.0, 300*des.Microsecond, 5)
-			for i := 0; i < 20 && n.F.Deadlock == nil; i++ {
-				n.Eng.RunUntil(n.Eng.Now() + fc.DeadlockTimeout)
-			}
-			if n.F.Deadlock == nil {
-				t.Fatalf("TFAR without recovery did not deadlock (%d of %d delivered)", n.EP.Delivered, n.EP.Sent())
-			}
+			saturateUntilDeadlock(t, n, fc)
 		})
 	}
 }
@@ -244,13 +252,7 @@ func TestDetectionTruth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runLoad(t, n, fc, 1.0, 300*des.Microsecond, 5)
-	for i := 0; i < 20 && n.F.Deadlock == nil; i++ {
-		n.Eng.RunUntil(n.Eng.Now() + fc.DeadlockTimeout)
-	}
-	if n.F.Deadlock == nil {
-		t.Fatalf("TFAR without recovery did not deadlock")
-	}
+	saturateUntilDeadlock(t, n, fc)
 	st := n.F.DeadlockStats()
 	t.Logf("TFAR, deadlocked: %d detections, %d false", st.Detections, st.FalseDetections)
 	if !st.Classified || st.Detections <= st.FalseDetections {

@@ -13,6 +13,24 @@ func resolveSim(t *testing.T, preset string, sets ...string) (model.SimConfig, e
 	return c, err
 }
 
+// runChecked runs preset with sets and fails the test unless it ran and
+// every invariant held.
+func runChecked(t *testing.T, preset string, sets ...string) *Summary {
+	t.Helper()
+	c, err := resolveSim(t, preset, sets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := RunSim(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Invariants.OK {
+		t.Fatalf("%s %v: invariants %+v", preset, sets, sum.Invariants)
+	}
+	return sum
+}
+
 // TestTFARRunWithRecovery: a whole run of TFAR (routing.escape none) with
 // software deadlock recovery on an 8x8 torus past saturation, with one
 // packet of buffer per lane so that deadlocks form, on paper 001's four
@@ -33,17 +51,7 @@ func TestTFARRunWithRecovery(t *testing.T) {
 	} else if !strings.Contains(err.Error(), "fabric.deadlock.recovery") {
 		t.Fatalf("TFAR without recovery: %v", err)
 	}
-	c, err := resolveSim(t, "torus8x8-dor", append(sets, "fabric.deadlock.recovery=software")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := RunSim(c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !sum.Invariants.OK {
-		t.Fatalf("invariants: %+v", sum.Invariants)
-	}
+	sum := runChecked(t, "torus8x8-dor", append(sets, "fabric.deadlock.recovery=software")...)
 	d := sum.Packets.Deadlock
 	if d == nil || d.Detections == 0 || d.Recovered == 0 || d.Reinjected > d.Recovered || d.Recovered > d.Detections {
 		t.Fatalf("deadlock counts %+v: want detections, recoveries and reinjections counted", d)
@@ -63,18 +71,8 @@ func TestTFARRunWithRecovery(t *testing.T) {
 // holds in both, and no more is reinjected than was absorbed.
 func TestRecoveredMessagesTakeTransTGate(t *testing.T) {
 	for _, gate := range []string{"trans-t", "no-lim"} {
-		c, err := resolveSim(t, "paper001-16ary2cube", "traffic.load=1.0", "run.warmup=10us", "run.duration=30us",
+		sum := runChecked(t, "paper001-16ary2cube", "traffic.load=1.0", "run.warmup=10us", "run.duration=30us",
 			"nic.injection_control.policy="+gate)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum, err := RunSim(c, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !sum.Invariants.OK {
-			t.Fatalf("%s: invariants %+v", gate, sum.Invariants)
-		}
 		d := sum.Packets.Deadlock
 		if d == nil || d.Recovered == 0 || d.Reinjected > d.Recovered {
 			t.Fatalf("%s: deadlock counts %+v: want messages absorbed", gate, d)
