@@ -210,6 +210,10 @@ type arrivals struct {
 	meta map[*nic.Message]*frameMeta
 }
 
+// The NICs' injection control still gates what deadlock recovery
+// reinjects (paper 001 §3): the embedded Network's methods answer.
+var _ fabric.RecoveryGate = (*arrivals)(nil)
+
 // Deliver implements fabric.Endpoint.
 func (a *arrivals) Deliver(h int, p *fabric.Packet, at des.Time) {
 	if a.on {

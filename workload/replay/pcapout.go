@@ -307,6 +307,10 @@ type tapEndpoint struct {
 	cap *captureSource
 }
 
+// The NICs' injection control still gates what deadlock recovery
+// reinjects (paper 001 §3): the embedded Network's methods answer.
+var _ fabric.RecoveryGate = (*tapEndpoint)(nil)
+
 // Deliver implements fabric.Endpoint.
 func (t *tapEndpoint) Deliver(h int, p *fabric.Packet, at des.Time) {
 	if t.out != nil {
