@@ -78,7 +78,7 @@ type dhost struct {
 	h      int
 	ctrl   pktQueue
 	conns  map[int32]*sendConn // by destination
-	ready  connRing            // connections that may have a packet to send
+	ready  ring[*sendConn]     // connections that may have a packet to send
 	staged *fabric.Packet
 	peeked *fabric.Packet
 	queued int // data packets waiting at this NIC: never sent, or to resend
@@ -110,7 +110,7 @@ type sendConn struct {
 	dst           int32
 	base          uint64 // oldest unacknowledged packet
 	next          uint64 // next packet never injected
-	ents          entRing
+	ents          ring[sendEntry]
 	rejected      []uint64 // waiting to be resent, sorted
 	inFlight      int
 	inFlightBytes int64
@@ -439,7 +439,7 @@ func (d *delivery) onAck(dh *dhost, p *fabric.Packet) {
 		if e.rejectedOnce {
 			rej++
 		}
-		c.ents.popFront()
+		c.ents.pop()
 	}
 	c.base += uint64(k)
 	room, known := roomOf(p.Seq)
@@ -516,55 +516,3 @@ func (l *localView) ChannelRatio(ch int) (float64, bool) {
 	return r, ok
 }
 func (l *localView) QueuedPackets() int { return l.h.queued }
-
-// entRing is a growable ring of send entries, indexed from the oldest.
-type entRing struct {
-	buf        []sendEntry
-	head, size int
-}
-
-func (r *entRing) push(e sendEntry) {
-	if r.size == len(r.buf) {
-		n := make([]sendEntry, max(8, 2*len(r.buf)))
-		for i := 0; i < r.size; i++ {
-			n[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
-		}
-		r.buf, r.head = n, 0
-	}
-	r.buf[(r.head+r.size)&(len(r.buf)-1)] = e
-	r.size++
-}
-
-func (r *entRing) at(i int) *sendEntry { return &r.buf[(r.head+i)&(len(r.buf)-1)] }
-func (r *entRing) front() *sendEntry   { return &r.buf[r.head] }
-func (r *entRing) popFront() {
-	r.buf[r.head] = sendEntry{}
-	r.head = (r.head + 1) & (len(r.buf) - 1)
-	r.size--
-}
-
-// connRing is a FIFO ring of connections (the round-robin order).
-type connRing struct {
-	buf        []*sendConn
-	head, size int
-}
-
-func (r *connRing) push(c *sendConn) {
-	if r.size == len(r.buf) {
-		n := make([]*sendConn, max(8, 2*len(r.buf)))
-		for i := 0; i < r.size; i++ {
-			n[i] = r.buf[(r.head+i)%len(r.buf)]
-		}
-		r.buf, r.head = n, 0
-	}
-	r.buf[(r.head+r.size)%len(r.buf)] = c
-	r.size++
-}
-
-func (r *connRing) pop() *sendConn {
-	c := r.buf[r.head]
-	r.buf[r.head] = nil
-	r.head = (r.head + 1) % len(r.buf)
-	r.size--
-	return c
-}

@@ -101,7 +101,7 @@ type host struct {
 	// source (an open-loop replay, a 1 GiB message) holds tens of bytes
 	// per message; the packets, their order and sequence numbers are
 	// those an eager split would have made.
-	msgs    msgQueue
+	msgs    ring[msgRun]
 	head    *fabric.Packet
 	nextSeq seqTable // per destination stream
 	wantSeq seqTable // per source stream, at this destination
@@ -184,37 +184,15 @@ func (t *seqTable) grow() {
 	}
 }
 
-// pktQueue is a FIFO ring of packets, growing as needed.
-type pktQueue struct {
-	buf        []*fabric.Packet
-	head, size int
-}
+// pktQueue is a FIFO ring of packets.
+type pktQueue struct{ ring[*fabric.Packet] }
 
-func (q *pktQueue) push(p *fabric.Packet) {
-	if q.size == len(q.buf) {
-		n := make([]*fabric.Packet, max(16, 2*len(q.buf)))
-		for i := 0; i < q.size; i++ {
-			n[i] = q.buf[(q.head+i)%len(q.buf)]
-		}
-		q.buf, q.head = n, 0
-	}
-	q.buf[(q.head+q.size)%len(q.buf)] = p
-	q.size++
-}
-
+// peek returns the oldest packet, or nil when the queue is empty.
 func (q *pktQueue) peek() *fabric.Packet {
 	if q.size == 0 {
 		return nil
 	}
 	return q.buf[q.head]
-}
-
-func (q *pktQueue) pop() *fabric.Packet {
-	p := q.buf[q.head]
-	q.buf[q.head] = nil
-	q.head = (q.head + 1) % len(q.buf)
-	q.size--
-	return p
 }
 
 // msgRun is a message waiting in a lazy injection queue: the payload
@@ -223,36 +201,6 @@ type msgRun struct {
 	m    *Message
 	left int64
 	n    int32
-}
-
-// msgQueue is a FIFO ring of waiting messages, growing as needed.
-type msgQueue struct {
-	buf        []msgRun
-	head, size int
-}
-
-func (q *msgQueue) push(r msgRun) {
-	if q.size == len(q.buf) {
-		n := make([]msgRun, max(16, 2*len(q.buf)))
-		for i := 0; i < q.size; i++ {
-			n[i] = q.buf[(q.head+i)%len(q.buf)]
-		}
-		q.buf, q.head = n, 0
-	}
-	q.buf[(q.head+q.size)%len(q.buf)] = r
-	q.size++
-}
-
-// front returns the oldest waiting message; the queue must not be empty.
-func (q *msgQueue) front() *msgRun { return &q.buf[q.head] }
-
-func (q *msgQueue) pop() {
-	q.buf[q.head] = msgRun{}
-	q.head = (q.head + 1) % len(q.buf)
-	q.size--
-	if q.size == 0 && len(q.buf) > 1024 {
-		q.buf, q.head = nil, 0 // give back what a burst grew
-	}
 }
 
 // MsgRunBytes is what one message waiting whole in a lazy injection
@@ -455,6 +403,7 @@ func (nw *Network) headPacket(h int) *fabric.Packet {
 	m := r.m
 	if r.n == 0 {
 		hs.msgs.pop()
+		hs.msgs.release(1024)
 	}
 	p := nw.newPacket(hs, m, pay)
 	hs.head = p
