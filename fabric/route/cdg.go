@@ -42,26 +42,7 @@ func (r *Router) CheckEscape() error {
 	}
 	t := r.t
 	n := t.NumSwitches()
-	id := map[channel]int{}
-	var chans []channel
-	var adj [][]int
-	idOf := func(c channel) int {
-		if i, ok := id[c]; ok {
-			return i
-		}
-		id[c] = len(chans)
-		chans = append(chans, c)
-		adj = append(adj, nil)
-		return len(chans) - 1
-	}
-	addEdge := func(a, b int) {
-		for _, x := range adj[a] {
-			if x == b {
-				return
-			}
-		}
-		adj[a] = append(adj[a], b)
-	}
+	var g depGraph
 	maxHops := 0
 	for s := 0; s < n; s++ {
 		maxHops += len(t.Neighbors(s))
@@ -90,31 +71,64 @@ func (r *Router) CheckEscape() error {
 				if r.rings != nil {
 					ch = channel{sw: -1, port: int32(r.rings.ring(s, p)), vl: int32(v)}
 				}
-				c := idOf(ch)
+				c := g.node(ch)
 				if prev >= 0 && prev != c {
-					addEdge(prev, c)
+					g.edge(prev, c)
 				}
 				prev = c
 				s, inPort, inVL, inEscape = pr.Switch, pr.Port, v, true
 			}
 		}
 	}
-	if cyc := findCycle(adj); cyc != nil {
+	if cyc := findCycle(g.adj); cyc != nil {
 		names := make([]string, len(cyc))
 		for i, c := range cyc {
-			names[i] = chans[c].String()
+			names[i] = g.chans[c].String()
 			if r.rings != nil {
-				names[i] = r.rings.ringName(int(chans[c].port))
+				names[i] = r.rings.ringName(int(g.chans[c].port))
 			}
 		}
 		return fmt.Errorf("escape routing %s is not deadlock-free: its channel dependency graph has a cycle: %s",
 			r.esc.name(), strings.Join(names, " -> "))
 	}
-	r.CheckNote = fmt.Sprintf("escape channel dependency graph acyclic (%d channels used, %s)", len(chans), r.esc.name())
+	r.CheckNote = fmt.Sprintf("escape channel dependency graph acyclic (%d channels used, %s)", len(g.chans), r.esc.name())
 	if r.rings != nil {
-		r.CheckNote = fmt.Sprintf("escape dependency graph acyclic between rings (%d rings, each protected by bubble flow control, paper 002 §3; %s)", len(chans), r.esc.name())
+		r.CheckNote = fmt.Sprintf("escape dependency graph acyclic between rings (%d rings, each protected by bubble flow control, paper 002 §3; %s)", len(g.chans), r.esc.name())
 	}
 	return nil
+}
+
+// depGraph is a channel dependency graph being built: channels numbered
+// in the order they are first met, each edge kept once, in the order it
+// is first added (CheckEscape's escape channels, checkTFAR's physical
+// channels).
+type depGraph struct {
+	id    map[channel]int
+	chans []channel
+	adj   [][]int
+	seen  map[[2]int]bool
+}
+
+// node returns c's number, numbering it if it is new.
+func (g *depGraph) node(c channel) int {
+	if i, ok := g.id[c]; ok {
+		return i
+	}
+	if g.id == nil {
+		g.id, g.seen = map[channel]int{}, map[[2]int]bool{}
+	}
+	g.id[c] = len(g.chans)
+	g.chans = append(g.chans, c)
+	g.adj = append(g.adj, nil)
+	return len(g.chans) - 1
+}
+
+// edge adds the dependency a -> b unless it is there already.
+func (g *depGraph) edge(a, b int) {
+	if e := [2]int{a, b}; !g.seen[e] {
+		g.seen[e] = true
+		g.adj[a] = append(g.adj[a], b)
+	}
 }
 
 // findCycle returns one cycle of the directed graph (first node repeated

@@ -59,20 +59,7 @@ func (r *Router) tfarCheckCost() int {
 func (r *Router) checkTFAR() {
 	t := r.t
 	n := t.NumSwitches()
-	id := map[channel]int{}
-	var chans []channel
-	var adj [][]int
-	idOf := func(s, p int) int {
-		c := channel{int32(s), int32(p), 0}
-		if i, ok := id[c]; ok {
-			return i
-		}
-		id[c] = len(chans)
-		chans = append(chans, c)
-		adj = append(adj, nil)
-		return len(chans) - 1
-	}
-	seen := map[[2]int]bool{}
+	var g depGraph
 	var b1, b2 [16]int32
 	for dst := 0; dst < n; dst++ {
 		for s := 0; s < n; s++ {
@@ -84,25 +71,21 @@ func (r *Router) checkTFAR() {
 				if pr.Switch == dst {
 					continue
 				}
-				a := idOf(s, int(p))
+				a := g.node(channel{int32(s), p, 0})
 				for _, q := range r.minimal(pr.Switch, dst, b2[:0]) {
-					e := [2]int{a, idOf(pr.Switch, int(q))}
-					if !seen[e] {
-						seen[e] = true
-						adj[a] = append(adj[a], e[1])
-					}
+					g.edge(a, g.node(channel{int32(pr.Switch), q, 0}))
 				}
 			}
 		}
 	}
-	cyc := findCycle(adj)
+	cyc := findCycle(g.adj)
 	if cyc == nil {
-		r.CheckNote = fmt.Sprintf("no escape sub-network (TFAR, %d lanes per channel): its channel dependency graph is acyclic on this topology (%d channels); %s", r.adVLs, len(chans), tfarRecovery)
+		r.CheckNote = fmt.Sprintf("no escape sub-network (TFAR, %d lanes per channel): its channel dependency graph is acyclic on this topology (%d channels); %s", r.adVLs, len(g.chans), tfarRecovery)
 		return
 	}
 	names := make([]string, len(cyc))
 	for i, c := range cyc {
-		ch := chans[c]
+		ch := g.chans[c]
 		names[i] = fmt.Sprintf("s%d/p%d", ch.sw, ch.port)
 	}
 	r.CheckNote = fmt.Sprintf("no escape sub-network (TFAR, %d lanes per channel): its channel dependency graph is cyclic (%s), so it is not deadlock-free by construction; %s",
